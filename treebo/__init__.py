@@ -1,0 +1,20 @@
+"""treebo: Bayesian optimization over tree-structured problems, on BoTorch."""
+
+from treebo.loop import OptimizationResult, TreeOptimizer, Trial, minimize
+from treebo.space import Choice, ConfigurationError, Real, TreeSpace, Vertex
+from treebo.structure import TreeStructure
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Choice",
+    "ConfigurationError",
+    "OptimizationResult",
+    "Real",
+    "TreeOptimizer",
+    "TreeSpace",
+    "TreeStructure",
+    "Trial",
+    "Vertex",
+    "minimize",
+]

@@ -1,0 +1,338 @@
+r"""The Add-Tree covariance function (Ma & Blaschko, AISTATS 2020).
+
+For two points :math:`x, x'` of a tree-structured space, with :math:`l(x)` the set
+of vertices active at :math:`x`,
+
+.. math::
+
+    k(x, x') = \sum_{v \in l(x) \cap l(x')} \sigma_v^2\,
+        \kappa\!\left(\frac{x|_v - x'|_v}{\ell_v}\right),
+
+where :math:`x|_v` are the continuous parameters owned by vertex :math:`v`,
+:math:`\ell_v` their ARD lengthscales, :math:`\sigma_v^2` the vertex's output scale
+and :math:`\kappa` an RBF or Matern-5/2 correlation (Definition 4 / Algorithm 1 of
+the paper). Each term is the product of a delta kernel on "both points pass
+through :math:`v`" and a stationary kernel, so the sum is PSD (Proposition 1).
+
+Evaluation is vectorized over vertices with the slot encoding of
+:class:`~treebo.structure.TreeStructure`: each point has at most one active
+vertex per slot, and two points share a vertex only in the same slot, so a pair
+needs ``S`` (= tree depth for a plain tree) kernel terms rather than ``V``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from gpytorch.constraints import Interval, Positive
+from gpytorch.kernels import Kernel
+from gpytorch.priors import Prior
+from torch import Tensor
+
+from treebo.structure import HierarchicalDependencies, TreeStructure
+
+BASE_KERNELS = ("rbf", "matern52")
+_SQRT5 = math.sqrt(5.0)
+
+
+def stationary_correlation(sq_dist: Tensor, base_kernel: str) -> Tensor:
+    r"""Correlation :math:`\kappa(r)` from squared scaled distances :math:`r^2`.
+
+    Args:
+        sq_dist: Tensor of squared distances, any shape.
+        base_kernel: ``"rbf"`` (:math:`e^{-r^2/2}`) or ``"matern52"``
+            (:math:`(1 + \sqrt5 r + 5r^2/3) e^{-\sqrt5 r}`).
+
+    Returns:
+        Tensor of the same shape.
+    """
+    if base_kernel == "rbf":
+        return torch.exp(-0.5 * sq_dist)
+    # clamp keeps the gradient of sqrt finite at r = 0 (where it is 0 anyway).
+    r = sq_dist.clamp_min(1e-30).sqrt()
+    return (1.0 + _SQRT5 * r + (5.0 / 3.0) * sq_dist) * torch.exp(-_SQRT5 * r)
+
+
+class AddTreeKernel(Kernel):
+    r"""Add-Tree kernel: sum of per-vertex kernels over the vertices two points share.
+
+    A drop-in for :class:`botorch.models.hierarchical.HierarchicalConditionalKernel`
+    (same ``dim`` and ``hierarchical_dependencies`` arguments, same column layout):
+    choice columns are only used to decide which vertices are active, and every
+    vertex with continuous columns contributes
+    ``outputscale[v] * kappa(|x_v - x'_v| / lengthscale[v])``.
+
+    Args:
+        dim: Number of input columns ``d``.
+        hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
+        base_kernel: ``"matern52"`` (default) or ``"rbf"``.
+        vertex_bias: If true, every vertex without continuous columns contributes
+            a learned constant ``outputscale[v]`` (a per-branch offset);
+            otherwise such vertices contribute nothing.
+        lengthscale_prior: Prior on the ``V x D_max`` lengthscales. Default:
+            the dimension-scaled LogNormal of Hvarfner et al. (2024) with the
+            vertex's own dimension, ``LogNormal(sqrt(2) + log(d_v) / 2, sqrt(3))``.
+            Pass ``False`` for none.
+        outputscale_prior: Prior on the ``V`` output scales. Default:
+            ``LogNormal(log(1 / h), 1)`` with ``h`` the largest number of
+            contributing vertices on a path, so that the prior variance along a
+            path is about 1 (standardized outcomes) and no vertex's scale
+            collapses to zero on scarce data. Pass ``False`` for none.
+        lengthscale_constraint: Default ``Interval(2.5e-3, 1e3)`` (for inputs
+            scaled to the unit cube).
+        outputscale_constraint: Default ``Positive()``.
+        batch_shape: Batch shape of the hyper-parameters.
+
+    Shapes:
+        ``forward(x1: *b x n x d, x2: *b x m x d) -> *b x n x m``, or
+        ``*b x n`` with ``diag=True``.
+    """
+
+    has_lengthscale = False
+
+    def __init__(
+        self,
+        dim: int,
+        hierarchical_dependencies: HierarchicalDependencies,
+        base_kernel: str = "rbf",
+        vertex_bias: bool = False,
+        lengthscale_prior: Prior | None | bool = None,
+        outputscale_prior: Prior | None | bool = None,
+        lengthscale_constraint: Interval | None = None,
+        outputscale_constraint: Interval | None = None,
+        batch_shape: torch.Size | None = None,
+        tree: TreeStructure | None = None,
+    ) -> None:
+        batch_shape = torch.Size() if batch_shape is None else batch_shape
+        super().__init__(batch_shape=batch_shape)
+        if base_kernel not in BASE_KERNELS:
+            raise ValueError(
+                f"base_kernel must be one of {BASE_KERNELS}, got {base_kernel!r}."
+            )
+        self.tree = tree if tree is not None else TreeStructure(
+            dim, hierarchical_dependencies
+        )
+        if self.tree.dim != dim:
+            raise ValueError(f"tree has {self.tree.dim} columns but dim={dim}.")
+        self.dim = dim
+        self.base_kernel = base_kernel
+        self.vertex_bias = vertex_bias
+        tree = self.tree
+        V, d_max = tree.num_vertices, tree.max_vertex_dim
+        self.register_buffer("vertex_columns", tree.vertex_columns.clone())
+        self.register_buffer(
+            "vertex_column_mask", tree.vertex_column_mask.to(torch.float64)
+        )
+        has_params = tree.vertex_dims > 0
+        contributes = torch.ones_like(has_params) if vertex_bias else has_params
+        self.register_buffer("vertex_contributes", contributes)
+
+        self.register_parameter(
+            "raw_lengthscale",
+            torch.nn.Parameter(torch.zeros(*batch_shape, V, d_max)),
+        )
+        self.register_parameter(
+            "raw_outputscale", torch.nn.Parameter(torch.zeros(*batch_shape, V))
+        )
+        if lengthscale_constraint is None:
+            lengthscale_constraint = Interval(2.5e-3, 1e3, initial_value=1.0)
+        if outputscale_constraint is None:
+            outputscale_constraint = Positive()
+        self.register_constraint("raw_lengthscale", lengthscale_constraint)
+        self.register_constraint("raw_outputscale", outputscale_constraint)
+
+        if lengthscale_prior is None:
+            from gpytorch.priors import LogNormalPrior
+
+            dims = tree.vertex_dims.clamp_min(1).to(torch.float64) * float(__import__("os").environ.get("TREEBO_LSD", "1"))
+            loc = (math.sqrt(2.0) + 0.5 * dims.log()).unsqueeze(-1).expand(V, d_max)
+            lengthscale_prior = LogNormalPrior(
+                loc=loc.clone(), scale=torch.full((V, d_max), math.sqrt(3.0))
+            )
+        if lengthscale_prior is not False:
+            self.register_prior(
+                "lengthscale_prior",
+                lengthscale_prior,
+                AddTreeKernel._lengthscale_param,
+                AddTreeKernel._lengthscale_closure,
+            )
+        path_mask = tree.path_vertex_mask & contributes.unsqueeze(0)
+        path_len = max(1, int(path_mask.sum(-1).max()))
+        if outputscale_prior is None:
+            from gpytorch.priors import LogNormalPrior
+
+            outputscale_prior = LogNormalPrior(
+                loc=torch.tensor(-math.log(path_len)), scale=torch.tensor(1.0)
+            )
+        if outputscale_prior is not False:
+            self.register_prior(
+                "outputscale_prior",
+                outputscale_prior,
+                AddTreeKernel._outputscale_param,
+                AddTreeKernel._outputscale_closure,
+            )
+        # Initial values: the prior's mode for lengthscales when the default
+        # prior is used, and output scales that sum to 1 along a path.
+        init_ls = (
+            torch.exp(lengthscale_prior.loc - lengthscale_prior.scale**2)
+            if isinstance(lengthscale_prior, Prior)
+            and hasattr(lengthscale_prior, "loc")
+            and lengthscale_prior.loc.shape == (V, d_max)
+            else torch.ones(V, d_max)
+        )
+        self.lengthscale = init_ls.clamp(0.01, 100.0).expand(*batch_shape, V, d_max)
+        self.outputscale = torch.full((*batch_shape, V), 1.0 / path_len)
+
+    # -------------------------------------------------------- hyper-params
+    @staticmethod
+    def _lengthscale_param(m: AddTreeKernel) -> Tensor:
+        return m.lengthscale
+
+    @staticmethod
+    def _lengthscale_closure(m: AddTreeKernel, v: Tensor) -> None:
+        m._set_lengthscale(v)
+
+    @staticmethod
+    def _outputscale_param(m: AddTreeKernel) -> Tensor:
+        return m.outputscale
+
+    @staticmethod
+    def _outputscale_closure(m: AddTreeKernel, v: Tensor) -> None:
+        m._set_outputscale(v)
+
+    @property
+    def lengthscale(self) -> Tensor:
+        """``batch_shape x V x D_max`` lengthscales (padded entries unused)."""
+        return self.raw_lengthscale_constraint.transform(self.raw_lengthscale)
+
+    @lengthscale.setter
+    def lengthscale(self, value: Tensor | float) -> None:
+        self._set_lengthscale(value)
+
+    def _set_lengthscale(self, value: Tensor | float) -> None:
+        value = torch.as_tensor(value).to(self.raw_lengthscale)
+        self.initialize(
+            raw_lengthscale=self.raw_lengthscale_constraint.inverse_transform(
+                value.expand_as(self.raw_lengthscale)
+            )
+        )
+
+    @property
+    def outputscale(self) -> Tensor:
+        """``batch_shape x V`` per-vertex output scales."""
+        return self.raw_outputscale_constraint.transform(self.raw_outputscale)
+
+    @outputscale.setter
+    def outputscale(self, value: Tensor | float) -> None:
+        self._set_outputscale(value)
+
+    def _set_outputscale(self, value: Tensor | float) -> None:
+        value = torch.as_tensor(value).to(self.raw_outputscale)
+        self.initialize(
+            raw_outputscale=self.raw_outputscale_constraint.inverse_transform(
+                value.expand_as(self.raw_outputscale)
+            )
+        )
+
+    def effective_outputscale(self) -> Tensor:
+        """Output scales with non-contributing vertices set to zero."""
+        return self.outputscale * self.vertex_contributes.to(self.outputscale)
+
+    # ----------------------------------------------------------- features
+    def _vertex_features(self, x: Tensor) -> Tensor:
+        r"""Scaled continuous values of every vertex: ``*b x n x V x D_max``.
+
+        Padded entries are zero, so they add nothing to distances.
+        """
+        z = x[..., self.vertex_columns]  # *b x n x V x D_max
+        ls = self.lengthscale.unsqueeze(-3)  # *kb x 1 x V x D_max
+        return z / ls * self.vertex_column_mask.to(z)
+
+    def _slot_features(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Per-slot vertex ids, scaled features and output scales of ``x``."""
+        tree = self.tree
+        active = tree.vertex_activity(x)
+        ids = tree.slot_vertices(active, vertex_filter=self.vertex_contributes)
+        z = self._vertex_features(x)
+        z = torch.cat([z, torch.zeros_like(z[..., :1, :])], dim=-2)  # empty slot
+        batch = torch.broadcast_shapes(z.shape[:-2], ids.shape[:-1])
+        z = z.expand(*batch, *z.shape[-2:])
+        ids = ids.expand(*batch, ids.shape[-1])
+        z_slot = torch.take_along_dim(z, ids.unsqueeze(-1), dim=-2)
+        scale = self.effective_outputscale()
+        scale = torch.cat([scale, torch.zeros_like(scale[..., :1])], dim=-1)
+        scale = scale.unsqueeze(-2).expand(*batch, scale.shape[-1])
+        s_slot = torch.take_along_dim(scale, ids, dim=-1)
+        return ids, z_slot, s_slot
+
+    def forward(
+        self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False,
+        **params
+    ) -> Tensor:
+        if last_dim_is_batch:
+            raise NotImplementedError("AddTreeKernel does not support last_dim_is_batch.")
+        for name, x in (("x1", x1), ("x2", x2)):
+            if x.shape[-1] != self.dim:
+                raise ValueError(
+                    f"AddTreeKernel expects {name} with {self.dim} columns, got "
+                    f"shape {tuple(x.shape)}."
+                )
+        ids1, z1, s1 = self._slot_features(x1)
+        ids2, z2, _ = self._slot_features(x2)
+        if diag:
+            sq = (z1 - z2).pow(2).sum(-1)  # *b x n x S
+            k = stationary_correlation(sq, self.base_kernel)
+            return (k * s1 * (ids1 == ids2)).sum(-1)
+        # Points in different vertices of a slot must not interact. Appending
+        # the vertex id times a separation far larger than any scaled distance
+        # sends their correlation to exactly 0 (exp underflow), which saves a
+        # mask over the n x m x S tensor.
+        with torch.no_grad():
+            sep = 1e4 * (1.0 + torch.maximum(z1.abs().max(), z2.abs().max()))
+        z1 = torch.cat([z1, ids1.unsqueeze(-1).to(z1) * sep], dim=-1)
+        z2 = torch.cat([z2, ids2.unsqueeze(-1).to(z2) * sep], dim=-1)
+        if z1.shape[-1] <= 5:
+            # Feature dimension first: the reduction then runs over the outer,
+            # contiguous axis, much faster than over a tiny last axis.
+            a, b = z1.movedim(-1, 0), z2.movedim(-1, 0)  # D x *b x n x S
+            sq = (a.unsqueeze(-2) - b.unsqueeze(-3)).pow(2).sum(0)  # *b n m S
+        else:
+            # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b per slot, centred for accuracy;
+            # the id column is kept out of the product to avoid cancellation.
+            a, b = z1[..., :-1], z2[..., :-1]
+            centre = a.mean(dim=-3, keepdim=True)
+            a, b = a - centre, b - centre
+            cross = torch.einsum("...nsd,...msd->...nms", a, b)
+            sq = (a.pow(2).sum(-1).unsqueeze(-2) + b.pow(2).sum(-1).unsqueeze(-3)
+                  - 2 * cross).clamp_min(0)
+            sq = sq + (z1[..., -1].unsqueeze(-2) - z2[..., -1].unsqueeze(-3)).pow(2)
+        k = stationary_correlation(sq, self.base_kernel)  # *b x n x m x S
+        return torch.einsum("...nms,...ns->...nm", k, s1)
+
+    def vertex_covariance(self, z: Tensor, x: Tensor) -> Tensor:
+        r"""Per-vertex cross-covariances, with the query treated as active everywhere.
+
+        Component ``v`` of the Add-Tree GP has covariance
+        :math:`k_v(z, x) = \sigma_v^2 \kappa((z|_v - x|_v)/\ell_v)\,a_v(x)`
+        between a query ``z`` that passes through ``v`` and a point ``x``
+        (:math:`a_v(x)` is 1 iff ``v`` is active at ``x``).
+
+        Args:
+            z: ``*b x r x d`` query points (only continuous columns are read).
+            x: ``*b x n x d`` points, e.g. the training inputs.
+
+        Returns:
+            ``*b x r x V x n`` tensor.
+        """
+        zf = self._vertex_features(z)  # *b x r x V x D
+        xf = self._vertex_features(x)  # *b x n x V x D
+        diff = zf.unsqueeze(-2) - xf.transpose(-2, -3).unsqueeze(-4)  # r V n D
+        k = stationary_correlation(diff.pow(2).sum(-1), self.base_kernel)
+        active = self.tree.vertex_activity(x).to(k).transpose(-1, -2)  # *b x V x n
+        scale = self.effective_outputscale().unsqueeze(-1)  # *kb x V x 1
+        return k * (active * scale).unsqueeze(-3)
+
+    def vertex_prior_variance(self) -> Tensor:
+        """``batch_shape x V`` prior variance of each vertex's component."""
+        return self.effective_outputscale()

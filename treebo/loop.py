@@ -1,0 +1,459 @@
+r"""The optimization loop: ask/tell with dicts, and one-call :func:`minimize`.
+
+::
+
+    from treebo import minimize
+    from treebo.test_functions import jenatton_space, jenatton
+
+    result = minimize(jenatton, jenatton_space(), budget=40, seed=0)
+    result.best_params, result.best_value
+
+Every evaluation is recorded as a :class:`Trial`. An objective that raises or
+returns NaN/inf is recorded as failed and the loop goes on (the model sees the
+worst value observed so far at that point, so it steers away from it). With a
+``checkpoint`` path the history is written atomically after every evaluation,
+and a run started with the same path resumes from it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+import traceback
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from botorch.acquisition import LogExpectedImprovement
+from botorch.exceptions import ModelFittingError
+from botorch.fit import fit_gpytorch_mll
+from gpytorch.constraints import GreaterThan
+from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from gpytorch.priors import LogNormalPrior
+from torch import Tensor
+from torch.quasirandom import SobolEngine
+
+from treebo.acquisition.add_tree_ucb import AddTreeUCB
+from treebo.models.add_tree_gp import AddTreeGP
+from treebo.optim.tree_optimize import optimize_acqf_tree, optimize_add_tree_ucb
+from treebo.space import TreeSpace
+
+ACQUISITIONS = ("add_tree_ucb", "log_ei")
+CHECKPOINT_VERSION = 1
+
+
+@dataclass
+class Trial:
+    """One evaluation.
+
+    Attributes:
+        index: Position in the history (0-based).
+        params: The configuration evaluated (active parameters only).
+        value: The objective value, or ``None`` if the evaluation failed.
+        status: ``"ok"`` or ``"failed"``.
+        error: The error message of a failed evaluation.
+        kind: ``"initial"`` (initial design) or ``"bo"``.
+        proposal_seconds: Time spent fitting and optimizing to propose it.
+        eval_seconds: Time the objective took.
+    """
+
+    index: int
+    params: dict[str, Any]
+    value: float | None
+    status: str = "ok"
+    error: str | None = None
+    kind: str = "bo"
+    proposal_seconds: float = 0.0
+    eval_seconds: float = 0.0
+
+
+@dataclass
+class OptimizationResult:
+    """What :func:`minimize` returns.
+
+    Attributes:
+        best_params: The best configuration evaluated.
+        best_value: Its objective value.
+        history: Every :class:`Trial`, failures included.
+    """
+
+    best_params: dict[str, Any] | None
+    best_value: float | None
+    history: list[Trial] = field(default_factory=list)
+
+    @property
+    def values(self) -> list[float | None]:
+        return [t.value for t in self.history]
+
+    def best_so_far(self, maximize: bool = False) -> list[float]:
+        """Running best value after each evaluation (NaN before the first success)."""
+        out, best = [], math.nan
+        for t in self.history:
+            if t.value is not None and (
+                math.isnan(best) or (t.value > best if maximize else t.value < best)
+            ):
+                best = t.value
+            out.append(best)
+        return out
+
+
+class TreeOptimizer:
+    """Ask/tell Bayesian optimization on a :class:`~treebo.space.TreeSpace`.
+
+    Args:
+        space: The search space.
+        acquisition: ``"add_tree_ucb"`` (Add-Tree-GP-UCB, Algorithm 2 of Ma &
+            Blaschko) or ``"log_ei"`` (``LogExpectedImprovement`` on the
+            ``AddTreeGP``, optimized over all paths in one batch).
+        maximize: Maximize instead of minimize the objective.
+        n_initial: Size of the tree-aware initial design (default: number of
+            paths + 1, between 5 and 20).
+        seed: Seed for the initial design and the optimizers.
+        beta: UCB exploration weight(s); default the paper's
+            ``0.2 d_v log(2t)``.
+        noise_floor: Lower bound on the inferred noise variance (standardized
+            units). Small values suit deterministic objectives.
+        num_restarts: Optimizer starts (per vertex for UCB, per path for EI).
+        raw_samples: Random points scored to choose the starts.
+        warm_start: Start each fit from the previous hyper-parameters.
+        checkpoint: Optional path of a JSON file written after every
+            evaluation; if it exists, the history in it is loaded.
+        device: Device for the model and optimizers (default CPU).
+        dtype: Floating point type (default float64).
+    """
+
+    def __init__(
+        self,
+        space: TreeSpace,
+        acquisition: str = "add_tree_ucb",
+        maximize: bool = False,
+        n_initial: int | None = None,
+        seed: int | None = None,
+        beta: float | Tensor | None = None,
+        noise_floor: float = 1e-6,
+        num_restarts: int = 10,
+        raw_samples: int = 512,
+        warm_start: bool = True,
+        checkpoint: str | os.PathLike | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
+        if not isinstance(space, TreeSpace):
+            raise TypeError(f"space must be a TreeSpace, got {type(space).__name__}.")
+        if acquisition not in ACQUISITIONS:
+            raise ValueError(
+                f"acquisition must be one of {ACQUISITIONS}, got {acquisition!r}."
+            )
+        if n_initial is None:
+            n_initial = min(20, max(5, space.num_paths + 1))
+        if n_initial < 1:
+            raise ValueError(f"n_initial must be >= 1, got {n_initial}.")
+        if not noise_floor > 0:
+            raise ValueError(f"noise_floor must be > 0, got {noise_floor}.")
+        self.space = space
+        self.acquisition = acquisition
+        self.maximize = maximize
+        self.n_initial = n_initial
+        self.seed = seed
+        self.beta = beta
+        self.noise_floor = noise_floor
+        self.num_restarts = num_restarts
+        self.raw_samples = raw_samples
+        self.warm_start = warm_start
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.dtype = dtype
+        self.checkpoint = Path(checkpoint) if checkpoint is not None else None
+        self.history: list[Trial] = []
+        self._pending: list[dict[str, Any]] = []
+        self._state: dict[str, Tensor] | None = None
+        self._initial_design = self._make_initial_design()
+        self.last_model: AddTreeGP | None = None
+        if self.checkpoint is not None and self.checkpoint.exists():
+            self._load_checkpoint()
+
+    # ------------------------------------------------------------ design
+    def _make_initial_design(self) -> list[dict[str, Any]]:
+        """Paths in a shuffled round-robin; continuous values from scrambled Sobol."""
+        space, n = self.space, self.n_initial
+        gen = torch.Generator()
+        gen.manual_seed(0 if self.seed is None else self.seed)
+        order = torch.randperm(space.num_paths, generator=gen)
+        paths = order.repeat(n // space.num_paths + 1)[:n]
+        sobol = SobolEngine(
+            space.dim, scramble=True,
+            seed=int(torch.randint(2**31 - 1, (1,), generator=gen)),
+        )
+        u = sobol.draw(n, dtype=torch.float64)
+        X = space.bounds[0] + u * (space.bounds[1] - space.bounds[0])
+        X = space.set_paths(X, paths)
+        return space.to_dicts(X)
+
+    # ---------------------------------------------------------- ask/tell
+    def ask(self) -> dict[str, Any]:
+        """The next configuration to evaluate (a dict of active parameters)."""
+        n_done = len(self.history) + len(self._pending)
+        if n_done < self.n_initial:
+            params = self._initial_design[n_done]
+            kind = "initial"
+            seconds = 0.0
+        elif not any(t.status == "ok" for t in self.history):
+            # Nothing succeeded yet: keep exploring at random.
+            params = self.space.to_dicts(
+                self.space.sample(1, seed=self._seed_for(n_done))
+            )[0]
+            kind, seconds = "initial", 0.0
+        else:
+            t0 = time.perf_counter()
+            params = self._propose()
+            kind, seconds = "bo", time.perf_counter() - t0
+        self._pending.append({"params": params, "kind": kind, "seconds": seconds})
+        return dict(params)
+
+    def tell(
+        self, params: Mapping[str, Any], value: float | None | BaseException,
+        eval_seconds: float = 0.0,
+    ) -> Trial:
+        """Record the outcome of evaluating ``params``.
+
+        Args:
+            params: A configuration (normally one returned by :meth:`ask`).
+            value: The objective value; ``None``, NaN, inf or an exception
+                records a failure.
+            eval_seconds: How long the evaluation took.
+        """
+        self.space.validate(params)
+        pending = next(
+            (p for p in self._pending if p["params"] == dict(params)), None
+        )
+        if pending is not None:
+            self._pending.remove(pending)
+        status, error, val = "ok", None, None
+        if isinstance(value, BaseException):
+            status, error = "failed", f"{type(value).__name__}: {value}"
+        else:
+            try:
+                val = None if value is None else float(value)
+            except (TypeError, ValueError):
+                status, error = "failed", f"objective returned {value!r}"
+            if val is None or not math.isfinite(val):
+                status = "failed"
+                error = error or f"objective returned {value!r}"
+                val = None
+        trial = Trial(
+            index=len(self.history), params=dict(params), value=val, status=status,
+            error=error, kind=pending["kind"] if pending else "user",
+            proposal_seconds=pending["seconds"] if pending else 0.0,
+            eval_seconds=eval_seconds,
+        )
+        self.history.append(trial)
+        if self.checkpoint is not None:
+            self._save_checkpoint()
+        return trial
+
+    @property
+    def best_trial(self) -> Trial | None:
+        ok = [t for t in self.history if t.status == "ok"]
+        if not ok:
+            return None
+        key = (lambda t: t.value) if self.maximize else (lambda t: -t.value)
+        return max(ok, key=key)
+
+    def result(self) -> OptimizationResult:
+        best = self.best_trial
+        return OptimizationResult(
+            best_params=None if best is None else dict(best.params),
+            best_value=None if best is None else best.value,
+            history=list(self.history),
+        )
+
+    # ------------------------------------------------------------- model
+    def _seed_for(self, n: int) -> int:
+        return (0 if self.seed is None else self.seed) * 100_003 + n
+
+    def training_data(self) -> tuple[Tensor, Tensor]:
+        """Encoded inputs and sign-adjusted targets (``n x d``, ``n x 1``).
+
+        Targets are ``value`` when maximizing and ``-value`` when minimizing;
+        failed points get the worst successful target.
+        """
+        X = self.space.to_tensor([t.params for t in self.history])
+        sign = 1.0 if self.maximize else -1.0
+        y = torch.tensor(
+            [sign * t.value if t.value is not None else math.nan for t in self.history],
+            dtype=torch.float64,
+        )
+        ok = ~torch.isnan(y)
+        y = torch.where(ok, y, y[ok].min())
+        return (X.to(self.device, self.dtype),
+                y.unsqueeze(-1).to(self.device, self.dtype))
+
+    def fit_model(self) -> AddTreeGP:
+        """Fit an :class:`AddTreeGP` to the history (warm-started if enabled)."""
+        X, y = self.training_data()
+        deps = self.space.to_hierarchical_dependencies()
+        bounds = self.space.bounds.to(X)
+        last_error: Exception | None = None
+        for attempt, floor in enumerate(
+            (self.noise_floor, self.noise_floor * 100, self.noise_floor * 1e4)
+        ):
+            likelihood = GaussianLikelihood(
+                noise_prior=LogNormalPrior(loc=math.log(max(floor, 1e-12)) + 2, scale=2.0),
+                noise_constraint=GreaterThan(floor),
+            )
+            model = AddTreeGP(X, y, deps, bounds=bounds, likelihood=likelihood).to(X)
+            if self.warm_start and self._state is not None and attempt == 0:
+                try:
+                    model.load_state_dict(self._state, strict=False)
+                except RuntimeError:
+                    pass
+            mll = ExactMarginalLogLikelihood(model.likelihood, model)
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    fit_gpytorch_mll(mll)
+                break
+            except (ModelFittingError, RuntimeError, ValueError) as err:
+                last_error = err
+        else:
+            raise ModelFittingError(f"could not fit the model: {last_error}")
+        model.eval()
+        self._state = {
+            k: v.detach().clone() for k, v in model.state_dict().items()
+            if "raw_" in k
+        }
+        self.last_model = model
+        return model
+
+    def _propose(self) -> dict[str, Any]:
+        model = self.fit_model()
+        seed = self._seed_for(len(self.history))
+        if self.acquisition == "add_tree_ucb":
+            acqf = AddTreeUCB(model, beta=self.beta, maximize=True)
+            cand = optimize_add_tree_ucb(
+                acqf, self.space, num_restarts=self.num_restarts,
+                raw_samples=self.raw_samples, seed=seed,
+            )
+        else:
+            _, y = self.training_data()
+            acqf = LogExpectedImprovement(model, best_f=y.max())
+            cand = optimize_acqf_tree(
+                acqf, self.space,
+                num_restarts=max(1, self.num_restarts // 2),
+                raw_samples=max(self.raw_samples // 4, self.num_restarts),
+                seed=seed,
+            )
+        return self.space.to_dict(cand.candidate[0].cpu())
+
+    # -------------------------------------------------------- checkpoint
+    def _save_checkpoint(self) -> None:
+        payload = {
+            "version": CHECKPOINT_VERSION,
+            "maximize": self.maximize,
+            "seed": self.seed,
+            "acquisition": self.acquisition,
+            "parameters": self.space.parameter_names,
+            "history": [asdict(t) for t in self.history],
+        }
+        tmp = self.checkpoint.with_name(self.checkpoint.name + ".tmp")
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w") as fh:
+            json.dump(payload, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.checkpoint)
+
+    def _load_checkpoint(self) -> None:
+        try:
+            payload = json.loads(self.checkpoint.read_text())
+        except json.JSONDecodeError as err:
+            raise ValueError(
+                f"checkpoint {self.checkpoint} is not valid JSON: {err}"
+            ) from None
+        if payload.get("parameters") != self.space.parameter_names:
+            raise ValueError(
+                f"checkpoint {self.checkpoint} was written for parameters "
+                f"{payload.get('parameters')}, not {self.space.parameter_names}."
+            )
+        if bool(payload.get("maximize")) != self.maximize:
+            raise ValueError(
+                f"checkpoint {self.checkpoint} was written with "
+                f"maximize={payload.get('maximize')}."
+            )
+        for record in payload["history"]:
+            trial = Trial(**record)
+            self.space.validate(trial.params)
+            self.history.append(trial)
+
+
+def _progress(i: int, total: int, best: float | None, width: int = 30) -> None:
+    filled = int(width * i / max(total, 1))
+    bar = "#" * filled + "." * (width - filled)
+    best_s = "-" if best is None else f"{best:.6g}"
+    end = "\n" if i >= total else ""
+    sys.stderr.write(f"\r[{bar}] {i}/{total} best={best_s}{end}")
+    sys.stderr.flush()
+
+
+def minimize(
+    objective: Callable[[dict[str, Any]], float],
+    space: TreeSpace,
+    budget: int,
+    seed: int | None = None,
+    *,
+    maximize: bool = False,
+    progress: bool = False,
+    checkpoint: str | os.PathLike | None = None,
+    callback: Callable[[Trial], None] | None = None,
+    **optimizer_kwargs: Any,
+) -> OptimizationResult:
+    """Minimize (or maximize) ``objective`` over ``space`` with ``budget`` evaluations.
+
+    Args:
+        objective: Takes a dict of active parameter values, returns a float.
+            Exceptions and NaN/inf results are recorded as failed trials.
+        space: The search space.
+        budget: Total number of evaluations (a resumed run counts the ones in
+            its checkpoint).
+        seed: Seed for reproducibility.
+        maximize: Maximize instead.
+        progress: Print a progress bar to stderr.
+        checkpoint: JSON file written after every evaluation; resumed from if
+            it exists.
+        callback: Called with each new :class:`Trial`.
+        **optimizer_kwargs: Passed to :class:`TreeOptimizer` (``acquisition``,
+            ``n_initial``, ``beta``, ``device``, ...).
+
+    Returns:
+        An :class:`OptimizationResult`.
+    """
+    if not callable(objective):
+        raise TypeError("objective must be callable.")
+    if not isinstance(budget, int) or budget < 1:
+        raise ValueError(f"budget must be a positive integer, got {budget!r}.")
+    opt = TreeOptimizer(space, seed=seed, maximize=maximize, checkpoint=checkpoint,
+                        **optimizer_kwargs)
+    while len(opt.history) < budget:
+        params = opt.ask()
+        t0 = time.perf_counter()
+        try:
+            value: Any = objective(dict(params))
+        except KeyboardInterrupt:
+            raise
+        except Exception as err:  # recorded, the loop goes on
+            if os.environ.get("TREEBO_DEBUG"):
+                traceback.print_exc()
+            value = err
+        trial = opt.tell(params, value, eval_seconds=time.perf_counter() - t0)
+        if callback is not None:
+            callback(trial)
+        if progress:
+            best = opt.best_trial
+            _progress(len(opt.history), budget, None if best is None else best.value)
+    return opt.result()

@@ -1,0 +1,266 @@
+r"""Exact GP with the Add-Tree kernel, and its per-vertex posteriors.
+
+Under the Add-Tree prior the latent function is a sum of independent vertex
+components, :math:`f(x) = m + \sum_{v \in l(x)} f_v(x|_v)`. Given training data
+:math:`(X, y)` with :math:`\hat K = K(X, X) + \Sigma` and
+:math:`\alpha = \hat K^{-1}(y - m)`, the posterior of component :math:`v` at a
+point :math:`z` that passes through :math:`v` is Gaussian with
+
+.. math::
+
+    \mu_v(z) = k_v(z, X)\,\alpha, \qquad
+    \sigma_v^2(z) = \sigma_v^2 - k_v(z, X)\,\hat K^{-1} k_v(X, z),
+
+and on any path the component means sum (with :math:`m`) to the GP's posterior
+mean. These are what Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020)
+maximizes vertex by vertex.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import torch
+from botorch.models import SingleTaskGP
+from botorch.models.transforms.input import InputTransform, Normalize
+from botorch.models.transforms.outcome import OutcomeTransform, Standardize
+from botorch.utils.datasets import SupervisedDataset
+from botorch.utils.types import DEFAULT, _DefaultType
+from gpytorch.likelihoods import Likelihood
+from torch import Tensor
+
+from treebo.kernels.add_tree import AddTreeKernel
+from treebo.structure import HierarchicalDependencies, TreeStructure
+
+
+class VertexPosterior(NamedTuple):
+    r"""Posterior of every vertex component at a set of query points.
+
+    Attributes:
+        mean: ``batch_shape x r x V`` posterior means of the components, on the
+            original outcome scale.
+        variance: ``batch_shape x r x V`` posterior variances.
+        offset: Scalar tensor (or ``batch_shape``): the constant that completes
+            the sum, so that on a path ``offset + sum_v mean[..., v]`` is the
+            model's posterior mean.
+    """
+
+    mean: Tensor
+    variance: Tensor
+    offset: Tensor
+
+
+def transform_dependencies(
+    train_X: Tensor,
+    hierarchical_dependencies: HierarchicalDependencies,
+    input_transform: InputTransform | None,
+) -> dict[int, dict[float, list[int]]]:
+    """Map the values in ``hierarchical_dependencies`` through an input transform.
+
+    The kernel sees transformed inputs, so a transform that touches choice
+    columns must be applied to the values that select branches as well.
+    """
+    deps = {int(p): dict(b) for p, b in hierarchical_dependencies.items()}
+    if input_transform is None or not deps:
+        return deps
+    pairs = [(p, v) for p, b in deps.items() for v in b]
+    probe = train_X.reshape(-1, train_X.shape[-1])[:1].repeat(len(pairs), 1)
+    rows = torch.arange(len(pairs))
+    cols = torch.tensor([p for p, _ in pairs])
+    probe[rows, cols] = torch.tensor([float(v) for _, v in pairs]).to(probe)
+    with torch.no_grad():
+        moved = input_transform.preprocess_transform(probe)[rows, cols].tolist()
+    out: dict[int, dict[float, list[int]]] = {}
+    for (p, v), new in zip(pairs, moved):
+        out.setdefault(p, {})[new] = list(deps[p][v])
+    return out
+
+
+class AddTreeGP(SingleTaskGP):
+    r"""Single-task exact GP with an :class:`AddTreeKernel`.
+
+    A drop-in replacement for
+    :class:`botorch.models.hierarchical.HierarchicalConditionalKernelGP`: same
+    column layout (choice columns hold the values named in
+    ``hierarchical_dependencies``), same ``train_Yvar``, ``input_transform``
+    and ``outcome_transform`` arguments.
+
+    By default inputs are normalized with :class:`Normalize` on the continuous
+    columns only (using ``bounds`` if given, else the training data's range), so
+    that choice columns keep the values that select branches.
+
+    Args:
+        train_X: ``batch_shape x n x d`` training inputs.
+        train_Y: ``batch_shape x n x m`` training observations.
+        hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
+        train_Yvar: Optional observed noise variances, like ``train_Y``.
+        likelihood: Optional likelihood (default as in ``SingleTaskGP``).
+        base_kernel: ``"matern52"`` or ``"rbf"``.
+        vertex_bias: See :class:`AddTreeKernel`.
+        bounds: Optional ``2 x d`` bounds of the inputs used by the default
+            normalization.
+        input_transform: Input transform; ``DEFAULT`` normalizes continuous
+            columns, ``None`` applies nothing.
+        outcome_transform: Outcome transform (``DEFAULT``: ``Standardize``).
+        covar_module: Optional ready :class:`AddTreeKernel` (e.g. with other
+            priors); must match ``train_X``'s columns.
+    """
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        hierarchical_dependencies: HierarchicalDependencies,
+        train_Yvar: Tensor | None = None,
+        likelihood: Likelihood | None = None,
+        base_kernel: str = "rbf",
+        vertex_bias: bool = False,
+        bounds: Tensor | None = None,
+        input_transform: InputTransform | _DefaultType | None = DEFAULT,
+        outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
+        covar_module: AddTreeKernel | None = None,
+    ) -> None:
+        if train_X.dim() < 2:
+            raise ValueError(
+                f"train_X must be batch_shape x n x d, got shape {tuple(train_X.shape)}."
+            )
+        d = train_X.shape[-1]
+        tree = TreeStructure(d, hierarchical_dependencies)
+        if input_transform == DEFAULT:
+            input_transform = Normalize(
+                d=d,
+                indices=list(tree.continuous_columns),
+                bounds=None if bounds is None else bounds.to(train_X),
+                batch_shape=train_X.shape[:-2],
+            ) if tree.continuous_columns else None
+        deps = transform_dependencies(
+            train_X, tree.hierarchical_dependencies, input_transform
+        )
+        if outcome_transform == DEFAULT:
+            outcome_transform = Standardize(
+                m=train_Y.shape[-1], batch_shape=train_X.shape[:-2]
+            )
+        batch_shape = train_X.shape[:-2]
+        if train_Y.shape[-1] > 1:
+            batch_shape = batch_shape + torch.Size([train_Y.shape[-1]])
+        if covar_module is None:
+            covar_module = AddTreeKernel(
+                dim=d,
+                hierarchical_dependencies=deps,
+                base_kernel=base_kernel,
+                vertex_bias=vertex_bias,
+                batch_shape=batch_shape,
+            )
+        elif not isinstance(covar_module, AddTreeKernel) or covar_module.dim != d:
+            raise ValueError(
+                "covar_module must be an AddTreeKernel over the columns of train_X."
+            )
+        self._original_dependencies = tree.hierarchical_dependencies
+        super().__init__(
+            train_X=train_X,
+            train_Y=train_Y,
+            train_Yvar=train_Yvar,
+            likelihood=likelihood,
+            covar_module=covar_module,
+            input_transform=input_transform,
+            outcome_transform=outcome_transform,
+        )
+        self._vertex_cache: dict[str, Tensor] | None = None
+
+    @classmethod
+    def construct_inputs(
+        cls,
+        training_data: SupervisedDataset,
+        hierarchical_dependencies: HierarchicalDependencies,
+        base_kernel: str = "rbf",
+        vertex_bias: bool = False,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """Model keyword arguments from a dataset (used by Ax's ``BoTorchGenerator``).
+
+        Args:
+            training_data: A ``SupervisedDataset``.
+            hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
+            base_kernel: ``"matern52"`` or ``"rbf"``.
+            vertex_bias: See :class:`AddTreeKernel`.
+        """
+        inputs = super().construct_inputs(training_data=training_data, **kwargs)
+        inputs["hierarchical_dependencies"] = hierarchical_dependencies
+        inputs["base_kernel"] = base_kernel
+        inputs["vertex_bias"] = vertex_bias
+        return inputs
+
+    @property
+    def tree(self) -> TreeStructure:
+        """The tree over the (transformed) input columns."""
+        return self.covar_module.tree
+
+    @property
+    def hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:
+        """The dependencies in the user's (untransformed) input space."""
+        return self._original_dependencies
+
+    def train(self, mode: bool = True) -> AddTreeGP:
+        self._vertex_cache = None
+        return super().train(mode)
+
+    def _vertex_solve_cache(self) -> dict[str, Tensor]:
+        """Cholesky factor of ``K + noise`` and ``alpha`` (cached in eval mode)."""
+        if self._vertex_cache is not None and not self.training:
+            return self._vertex_cache
+        X = self.train_inputs[0]
+        y = self.train_targets  # *b x n (m = 1)
+        K = self.covar_module(X).to_dense()
+        noise = self.likelihood.noise
+        if noise.shape[-1] != K.shape[-1]:
+            noise = noise.expand(*noise.shape[:-1], K.shape[-1])
+        K_hat = K + torch.diag_embed(noise)
+        L = torch.linalg.cholesky(K_hat)
+        mean = self.mean_module(X)
+        alpha = torch.cholesky_solve((y - mean).unsqueeze(-1), L).squeeze(-1)
+        cache = {"X": X, "L": L, "alpha": alpha, "constant": mean[..., 0]}
+        if not self.training:
+            self._vertex_cache = cache
+        return cache
+
+    def vertex_posterior(self, X: Tensor) -> VertexPosterior:
+        r"""Posterior mean and variance of every vertex component, all at once.
+
+        Each vertex ``v`` is evaluated on the columns of ``X`` it owns, as if ``v``
+        were on ``X``'s path (choice columns of ``X`` are ignored), so one row of
+        ``X`` gives candidate values for every vertex.
+
+        Args:
+            X: ``batch_shape x r x d`` query points in the raw input space.
+
+        Returns:
+            A :class:`VertexPosterior` with ``batch_shape x r x V`` means and
+            variances on the original outcome scale.
+        """
+        if self.num_outputs != 1:
+            raise NotImplementedError("vertex_posterior supports one outcome.")
+        cache = self._vertex_solve_cache()
+        Z = self.transform_inputs(X) if hasattr(self, "input_transform") else X
+        kzx = self.covar_module.vertex_covariance(Z, cache["X"])  # *b x r x V x n
+        mean = kzx @ cache["alpha"].unsqueeze(-1).unsqueeze(-3)  # *b r V 1
+        mean = mean.squeeze(-1)
+        L = cache["L"]
+        lead = kzx.shape[:-1]
+        # Solve L w = k_v(X, z) for all (r, V) at once.
+        rhs = kzx.reshape(*lead[:-2], -1, kzx.shape[-1]).transpose(-1, -2)
+        w = torch.linalg.solve_triangular(L, rhs, upper=False)
+        reduction = w.pow(2).sum(-2).reshape(lead)
+        prior = self.covar_module.vertex_prior_variance()
+        var = (prior.unsqueeze(-2) - reduction).clamp_min(0.0)
+        offset = cache["constant"]
+        if hasattr(self, "outcome_transform"):
+            ot = self.outcome_transform
+            if not isinstance(ot, Standardize):
+                raise NotImplementedError(
+                    "vertex_posterior supports the Standardize outcome transform."
+                )
+            std, loc = ot.stdvs[..., 0, 0], ot.means[..., 0, 0]
+            mean = mean * std[..., None, None]
+            var = var * std.pow(2)[..., None, None]
+            offset = offset * std + loc
+        return VertexPosterior(mean=mean, variance=var, offset=offset)

@@ -1,0 +1,557 @@
+r"""Tree-structured (conditional) search spaces.
+
+A space is a tree of :class:`Vertex` objects. Each vertex owns continuous
+parameters (:class:`Real`) and categorical :class:`Choice` parameters whose
+options lead to child vertices; a parameter on an inner vertex is shared by
+every leaf below it. Example (Jenatton et al., 2017)::
+
+    space = TreeSpace(Vertex(choices=[Choice("x1", {
+        0: Vertex([Real("r8", 0, 1)], [Choice("x2", {
+            0: Vertex([Real("x4", -1, 1)]), 1: Vertex([Real("x5", -1, 1)])})]),
+        1: Vertex([Real("r9", 0, 1)], [Choice("x3", {
+            0: Vertex([Real("x6", -1, 1)]), 1: Vertex([Real("x7", -1, 1)])})]),
+    })]))
+
+**Tensor layout.** A configuration (a dict of the *active* parameters) maps to a
+row of ``d`` columns, one per parameter, in the breadth-first linearization of
+Ma & Blaschko (2020, appendix A): vertices in BFS order, each contributing its
+continuous parameters then its choices. A choice column holds the chosen
+option's rank (the paper's tag); a log-scale parameter holds ``log10`` of its
+value. Inactive columns hold a canonical value (the lower bound; rank 0).
+:meth:`TreeSpace.to_hierarchical_dependencies` describes the same layout in
+BoTorch's ``{parent_col: {value: [child_cols]}}`` format, so BoTorch's models and
+treebo's consume the same tensors.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from treebo.structure import HierarchicalDependencies, TreeStructure
+
+
+class ConfigurationError(ValueError):
+    """A configuration does not fit the space; the message names the parameter."""
+
+
+@dataclass(frozen=True)
+class Real:
+    """A continuous parameter on ``[lower, upper]``.
+
+    Args:
+        name: Unique name.
+        lower: Lower bound.
+        upper: Upper bound (``> lower``).
+        log_scale: Model and sample the parameter on a ``log10`` scale
+            (requires ``lower > 0``).
+    """
+
+    name: str
+    lower: float
+    upper: float
+    log_scale: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Real: name must be a non-empty string, got {self.name!r}.")
+        lo, up = float(self.lower), float(self.upper)
+        if not (math.isfinite(lo) and math.isfinite(up)) or not lo < up:
+            raise ValueError(
+                f"Real {self.name!r}: need finite lower < upper, got [{lo}, {up}]."
+            )
+        if self.log_scale and lo <= 0:
+            raise ValueError(
+                f"Real {self.name!r}: log_scale needs lower > 0, got {lo}."
+            )
+
+    @property
+    def model_bounds(self) -> tuple[float, float]:
+        """Bounds in the tensor representation (``log10`` if ``log_scale``)."""
+        if self.log_scale:
+            return math.log10(self.lower), math.log10(self.upper)
+        return float(self.lower), float(self.upper)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A categorical parameter whose options lead to child vertices.
+
+    Args:
+        name: Unique name.
+        options: ``{label: Vertex}``, or a sequence of labels (each leading to
+            an empty vertex).
+    """
+
+    name: str
+    options: Mapping[Hashable, Vertex]
+
+    def __init__(
+        self, name: str, options: Mapping[Hashable, Vertex] | Sequence[Hashable]
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"Choice: name must be a non-empty string, got {name!r}.")
+        if not isinstance(options, Mapping):
+            options = {label: Vertex() for label in options}
+        if len(options) == 0:
+            raise ValueError(f"Choice {name!r}: needs at least one option.")
+        for label, child in options.items():
+            if not isinstance(child, Vertex):
+                raise TypeError(
+                    f"Choice {name!r}: option {label!r} must lead to a Vertex, got "
+                    f"{type(child).__name__}."
+                )
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "options", dict(options))
+
+    @property
+    def labels(self) -> list[Hashable]:
+        return list(self.options)
+
+
+@dataclass(frozen=True)
+class Vertex:
+    """A vertex of the tree: continuous parameters and choices leading below.
+
+    Args:
+        params: Continuous parameters owned by this vertex (shared by every leaf
+            below it).
+        choices: Choices made at this vertex.
+    """
+
+    params: Sequence[Real] = ()
+    choices: Sequence[Choice] = ()
+    name: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "params", tuple(self.params))
+        object.__setattr__(self, "choices", tuple(self.choices))
+        for p in self.params:
+            if not isinstance(p, Real):
+                raise TypeError(f"Vertex params must be Real, got {type(p).__name__}.")
+        for c in self.choices:
+            if not isinstance(c, Choice):
+                raise TypeError(
+                    f"Vertex choices must be Choice, got {type(c).__name__}."
+                )
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    column: int
+    vertex: int  # index into TreeSpace.vertices
+    param: Real | Choice
+
+
+class TreeSpace:
+    """A tree-structured search space and its tensor encoding.
+
+    Args:
+        root: The root :class:`Vertex`.
+
+    Attributes:
+        dim: Number of columns ``d``.
+        bounds: ``2 x d`` float64 tensor of bounds in the tensor representation.
+        tree: The :class:`~treebo.structure.TreeStructure` of the columns.
+    """
+
+    def __init__(self, root: Vertex, *, _layout: dict[str, Any] | None = None) -> None:
+        if not isinstance(root, Vertex):
+            raise TypeError(f"TreeSpace needs a root Vertex, got {type(root).__name__}.")
+        self.root = root
+        # BFS over vertices.
+        vertices: list[Vertex] = []
+        parents: list[tuple[int, str, Hashable] | None] = []
+        queue: deque[tuple[Vertex, tuple[int, str, Hashable] | None]] = deque(
+            [(root, None)]
+        )
+        while queue:
+            vertex, parent = queue.popleft()
+            index = len(vertices)
+            vertices.append(vertex)
+            parents.append(parent)
+            for choice in vertex.choices:
+                for label, child in choice.options.items():
+                    queue.append((child, (index, choice.name, label)))
+        self.vertices: tuple[Vertex, ...] = tuple(vertices)
+        self.vertex_parents = tuple(parents)
+        names = [p.name for v in vertices for p in (*v.params, *v.choices)]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"TreeSpace: parameter names must be unique: {sorted(dup)}.")
+
+        layout = _layout or {}
+        given_cols: Mapping[str, int] | None = layout.get("columns")
+        codes: Mapping[str, Mapping[Hashable, float]] = layout.get("codes", {})
+        self.columns: dict[str, _Column] = {}
+        next_col = 0
+        for vi, vertex in enumerate(vertices):
+            for p in (*vertex.params, *vertex.choices):
+                col = given_cols[p.name] if given_cols is not None else next_col
+                next_col += 1
+                self.columns[p.name] = _Column(p.name, col, vi, p)
+        self.dim = len(self.columns)
+        if sorted(c.column for c in self.columns.values()) != list(range(self.dim)):
+            raise ValueError("TreeSpace: columns must be a permutation of 0..d-1.")
+        self.choice_codes: dict[str, dict[Hashable, float]] = {}
+        for c in self.columns.values():
+            if isinstance(c.param, Choice):
+                given = codes.get(c.name)
+                self.choice_codes[c.name] = {
+                    label: float(given[label]) if given else float(rank)
+                    for rank, label in enumerate(c.param.labels)
+                }
+        self.parameter_names = [
+            name for name, _ in sorted(self.columns.items(), key=lambda kv: kv[1].column)
+        ]
+        bounds = torch.zeros(2, self.dim, dtype=torch.float64)
+        canonical = torch.zeros(self.dim, dtype=torch.float64)
+        for c in self.columns.values():
+            if isinstance(c.param, Real):
+                lo, up = c.param.model_bounds
+            else:
+                vals = list(self.choice_codes[c.name].values())
+                lo, up = min(vals), max(vals)
+            bounds[0, c.column], bounds[1, c.column] = lo, up
+            canonical[c.column] = (
+                lo if isinstance(c.param, Real) else self.choice_codes[c.name][
+                    c.param.labels[0]]
+            )
+        self.bounds = bounds
+        self.canonical_values = canonical
+        self.tree = TreeStructure(self.dim, self.to_hierarchical_dependencies())
+        choice_names = [n for n in self.parameter_names if n in self.choice_codes]
+        self._choice_cols = torch.tensor(
+            [self.columns[n].column for n in choice_names], dtype=torch.long
+        )
+        k_max = max([len(self.choice_codes[n]) for n in choice_names], default=1)
+        table = torch.full((len(choice_names), k_max), math.inf, dtype=torch.float64)
+        for i, n in enumerate(choice_names):
+            vals = list(self.choice_codes[n].values())
+            table[i, : len(vals)] = torch.tensor(vals, dtype=torch.float64)
+        self._choice_code_table = table
+        self._column_vertex = self._map_columns_to_tree_vertices()
+
+    # ------------------------------------------------------------ building
+    @classmethod
+    def from_hierarchical_dependencies(
+        cls,
+        hierarchical_dependencies: HierarchicalDependencies,
+        bounds: Tensor,
+        names: Sequence[str] | None = None,
+        log_scale: Iterable[int] = (),
+    ) -> TreeSpace:
+        """Build a space from BoTorch's ``{parent_col: {value: [child_cols]}}``.
+
+        The tensor layout is the caller's: column ``i`` stays column ``i`` and a
+        choice column takes the values named in the dictionary (those values are
+        also the choice's labels in dicts).
+
+        Args:
+            hierarchical_dependencies: The tree over columns.
+            bounds: ``2 x d`` tensor; rows for choice columns are ignored.
+            names: Optional parameter names (default ``x0``, ``x1``, ...).
+            log_scale: Columns to model on a log scale (bounds then in raw units).
+        """
+        bounds = torch.as_tensor(bounds, dtype=torch.float64)
+        if bounds.dim() != 2 or bounds.shape[0] != 2:
+            raise ValueError(f"bounds must be 2 x d, got shape {tuple(bounds.shape)}.")
+        d = bounds.shape[1]
+        tree = TreeStructure(d, hierarchical_dependencies)
+        names = list(names) if names is not None else [f"x{i}" for i in range(d)]
+        if len(names) != d:
+            raise ValueError(f"names has {len(names)} entries for {d} columns.")
+        log_cols = set(log_scale)
+        deps = tree.hierarchical_dependencies
+
+        def build(cols: Sequence[int]) -> Vertex:
+            params, choices = [], []
+            for c in sorted(cols):
+                if c in deps:
+                    opts = {_label(v): build(children) for v, children in deps[c].items()}
+                    choices.append(Choice(names[c], opts))
+                else:
+                    params.append(
+                        Real(names[c], float(bounds[0, c]), float(bounds[1, c]),
+                             log_scale=c in log_cols)
+                    )
+            return Vertex(params, choices)
+
+        root = build(tree.vertices[0].continuous_columns + tree.vertices[0].choice_columns)
+        codes = {names[c]: {_label(v): float(v) for v in deps[c]} for c in deps}
+        return cls(root, _layout={"columns": {n: i for i, n in enumerate(names)},
+                                  "codes": codes})
+
+    def to_hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:
+        """This space's tree in BoTorch's ``{parent_col: {value: [child_cols]}}``."""
+        deps: dict[int, dict[float, list[int]]] = {}
+        for c in self.columns.values():
+            if isinstance(c.param, Choice):
+                branch = {}
+                for label, child in c.param.options.items():
+                    child_cols = [self.columns[p.name].column
+                                  for p in (*child.params, *child.choices)]
+                    branch[_code_key(self.choice_codes[c.name][label])] = sorted(
+                        child_cols)
+                deps[c.column] = branch
+        return deps
+
+    def _map_columns_to_tree_vertices(self) -> Tensor:
+        out = torch.zeros(self.dim, dtype=torch.long)
+        for v in self.tree.vertices:
+            for c in (*v.continuous_columns, *v.choice_columns):
+                out[c] = v.index
+        return out
+
+    # -------------------------------------------------------------- queries
+    @property
+    def continuous_columns(self) -> list[int]:
+        return list(self.tree.continuous_columns)
+
+    @property
+    def choice_columns(self) -> list[int]:
+        return list(self.tree.choice_columns)
+
+    @property
+    def num_paths(self) -> int:
+        return self.tree.num_paths
+
+    def paths(self) -> list[dict[str, Hashable]]:
+        """Every path (leaf configuration) as ``{choice_name: label}``."""
+        out = []
+        values = self.tree.path_choice_values
+        for i in range(self.num_paths):
+            out.append({
+                name: self._label_of(name, float(values[i, c.column]))
+                for name, c in self.columns.items()
+                if isinstance(c.param, Choice) and not math.isnan(values[i, c.column])
+            })
+        return out
+
+    def path_parameters(self) -> list[list[str]]:
+        """Names of the active parameters on each path."""
+        active = self.tree.path_active_columns
+        return [[self.parameter_names[c] for c in torch.nonzero(row).flatten().tolist()]
+                for row in active]
+
+    def column_activity(self, X: Tensor) -> Tensor:
+        """``batch x n x d`` boolean: which columns are active at each row of ``X``."""
+        vertex_active = self.tree.vertex_activity(X)
+        return vertex_active[..., self._column_vertex.to(X.device)]
+
+    def canonicalize(self, X: Tensor) -> Tensor:
+        """Snap choice columns to valid codes, clamp to bounds, reset inactive columns.
+
+        Args:
+            X: ``batch x n x d`` tensor.
+
+        Returns:
+            A tensor of the same shape whose rows are valid encodings.
+        """
+        bounds = self.bounds.to(X)
+        X = torch.maximum(torch.minimum(X, bounds[1]), bounds[0])
+        if self._choice_cols.numel():
+            cols = self._choice_cols.to(X.device)
+            codes = self._choice_code_table.to(X)  # C x K (inf-padded)
+            dist = (X[..., cols].unsqueeze(-1) - codes).abs()
+            snapped = torch.take_along_dim(
+                codes.expand(*dist.shape), dist.argmin(-1, keepdim=True), dim=-1
+            ).squeeze(-1)
+            X = X.clone()
+            X[..., cols] = snapped
+        active = self.column_activity(X)
+        return torch.where(active, X, self.canonical_values.to(X))
+
+    # ---------------------------------------------------- dicts <-> tensors
+    def validate(self, config: Mapping[str, Any]) -> None:
+        """Raise :class:`ConfigurationError` naming the parameter if invalid."""
+        self._encode_row(config)
+
+    def to_tensor(
+        self, configs: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        dtype: torch.dtype = torch.float64, device: torch.device | None = None,
+    ) -> Tensor:
+        """Encode one configuration (``d``) or a list of them (``n x d``)."""
+        if isinstance(configs, Mapping):
+            return torch.tensor(self._encode_row(configs), dtype=dtype, device=device)
+        rows = [self._encode_row(c) for c in configs]
+        if not rows:
+            return torch.zeros(0, self.dim, dtype=dtype, device=device)
+        return torch.tensor(rows, dtype=dtype, device=device)
+
+    def to_dicts(self, X: Tensor) -> list[dict[str, Any]]:
+        """Decode an ``n x d`` tensor into configurations (active parameters only).
+
+        Rows are first canonicalized (choices snapped to the nearest option,
+        values clamped to bounds).
+        """
+        if X.dim() == 1:
+            X = X.unsqueeze(0)
+        if X.dim() != 2 or X.shape[-1] != self.dim:
+            raise ValueError(f"X must be n x {self.dim}, got shape {tuple(X.shape)}.")
+        X = self.canonicalize(X.detach().to(torch.float64)).cpu()
+        active = self.column_activity(X)
+        out = []
+        for row, act in zip(X.tolist(), active.tolist()):
+            config = {}
+            for name in self.parameter_names:
+                c = self.columns[name]
+                if not act[c.column]:
+                    continue
+                value = row[c.column]
+                if isinstance(c.param, Choice):
+                    config[name] = self._label_of(name, value)
+                else:
+                    config[name] = 10.0**value if c.param.log_scale else value
+            out.append(config)
+        return out
+
+    def to_dict(self, x: Tensor) -> dict[str, Any]:
+        """Decode one ``d`` row."""
+        return self.to_dicts(x.reshape(1, -1))[0]
+
+    def _label_of(self, name: str, code: float) -> Hashable:
+        for label, value in self.choice_codes[name].items():
+            if value == code:
+                return label
+        raise ConfigurationError(f"choice {name!r}: no option with code {code}.")
+
+    def _encode_row(self, config: Mapping[str, Any]) -> list[float]:
+        if not isinstance(config, Mapping):
+            raise ConfigurationError(
+                f"a configuration must be a dict of parameter values, got "
+                f"{type(config).__name__}."
+            )
+        unknown = [k for k in config if k not in self.columns]
+        if unknown:
+            raise ConfigurationError(
+                f"unknown parameter {unknown[0]!r}; the space has "
+                f"{self.parameter_names}."
+            )
+        row = self.canonical_values.tolist()
+        used: set[str] = set()
+        stack = [self.root]
+        while stack:
+            vertex = stack.pop()
+            for p in vertex.params:
+                row[self.columns[p.name].column] = self._encode_real(p, config)
+                used.add(p.name)
+            for ch in vertex.choices:
+                if ch.name not in config:
+                    raise ConfigurationError(f"missing value for active choice {ch.name!r}.")
+                label = config[ch.name]
+                if not _is_label(ch, label):
+                    raise ConfigurationError(
+                        f"invalid value {label!r} for choice {ch.name!r}; expected one "
+                        f"of {ch.labels}."
+                    )
+                label = _match_label(ch, label)
+                row[self.columns[ch.name].column] = self.choice_codes[ch.name][label]
+                used.add(ch.name)
+                stack.append(ch.options[label])
+        inactive = [k for k in config if k not in used]
+        if inactive:
+            raise ConfigurationError(
+                f"parameter {inactive[0]!r} is inactive in this configuration "
+                "(its branch is not chosen); leave it out."
+            )
+        return row
+
+    @staticmethod
+    def _encode_real(p: Real, config: Mapping[str, Any]) -> float:
+        if p.name not in config:
+            raise ConfigurationError(f"missing value for active parameter {p.name!r}.")
+        value = config[p.name]
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            raise ConfigurationError(
+                f"parameter {p.name!r} must be a number, got {value!r}."
+            ) from None
+        if not math.isfinite(value):
+            raise ConfigurationError(f"parameter {p.name!r} is not finite: {value}.")
+        # A small tolerance absorbs round-off from log/exp round trips.
+        tol = 1e-9 * max(1.0, abs(p.lower), abs(p.upper))
+        if not p.lower - tol <= value <= p.upper + tol:
+            raise ConfigurationError(
+                f"parameter {p.name!r} = {value} is outside [{p.lower}, {p.upper}]."
+            )
+        value = min(max(value, p.lower), p.upper)
+        return math.log10(value) if p.log_scale else value
+
+    # -------------------------------------------------------------- sampling
+    def sample(
+        self, n: int, seed: int | None = None, by: str = "choice",
+        generator: torch.Generator | None = None,
+    ) -> Tensor:
+        """Sample ``n`` valid encoded configurations (``n x d``).
+
+        Args:
+            n: Number of samples.
+            seed: Seed of a fresh generator (ignored if ``generator`` is given).
+            by: ``"choice"``: every choice uniform over its options (a path's
+                probability is the product along it); ``"path"``: every path
+                equally likely. Continuous values are uniform in the tensor
+                representation (log-uniform for ``log_scale``).
+            generator: Optional ``torch.Generator``.
+        """
+        if by not in ("choice", "path"):
+            raise ValueError(f"by must be 'choice' or 'path', got {by!r}.")
+        if generator is None:
+            generator = torch.Generator()
+            if seed is not None:
+                generator.manual_seed(seed)
+        u = torch.rand(n, self.dim, generator=generator, dtype=torch.float64)
+        X = self.bounds[0] + u * (self.bounds[1] - self.bounds[0])
+        if by == "path":
+            idx = torch.randint(self.num_paths, (n,), generator=generator)
+            X = self.set_paths(X, idx)
+        else:
+            for name, codes in self.choice_codes.items():
+                col = self.columns[name].column
+                vals = torch.tensor(list(codes.values()), dtype=torch.float64)
+                X[:, col] = vals[torch.randint(len(vals), (n,), generator=generator)]
+        return self.canonicalize(X)
+
+    def set_paths(self, X: Tensor, path_index: Tensor) -> Tensor:
+        """Set the choice columns of each row of ``X`` to the given path's values."""
+        values = self.tree.path_choice_values.to(X)[path_index.to(X.device)]
+        return self.canonicalize(torch.where(torch.isnan(values), X, values))
+
+    def __repr__(self) -> str:
+        return (f"TreeSpace(dim={self.dim}, paths={self.num_paths}, "
+                f"parameters={self.parameter_names})")
+
+
+def _label(value: int | float) -> int | float:
+    """Use ints as labels where the dictionary's values are integral."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
+def _code_key(code: float) -> int | float:
+    return int(code) if float(code).is_integer() else code
+
+
+def _is_label(choice: Choice, label: Any) -> bool:
+    try:
+        _match_label(choice, label)
+    except KeyError:
+        return False
+    return True
+
+
+def _match_label(choice: Choice, label: Any) -> Hashable:
+    """The option key equal to ``label`` (so 1.0 matches 1)."""
+    try:
+        if label in choice.options:
+            return next(k for k in choice.options if k == label)
+    except TypeError:  # unhashable
+        pass
+    raise KeyError(label)

@@ -1,0 +1,333 @@
+r"""Tensor encoding of a tree over the columns of an input matrix.
+
+A tree-structured (conditional) space is described, as in BoTorch, by a
+``hierarchical_dependencies`` dictionary ``{parent_col: {value: [child_cols]}}``:
+setting column ``parent_col`` to ``value`` activates the columns ``child_cols``.
+Columns that are no one's child form the root.
+
+treebo groups columns into *vertices* (the vertices of Ma & Blaschko, 2020): the
+root vertex holds the orphan columns, and each ``(parent_col, value)`` pair opens
+one vertex that holds ``child_cols``. A column that is itself a key of the
+dictionary is a *choice column* (a categorical that selects branches); all other
+columns are *continuous columns*. A vertex is active at a point ``x`` iff every
+condition ``x[parent_col] == value`` on its path from the root holds.
+
+:class:`TreeStructure` turns that description into padded index tensors so that
+kernels, models and optimizers can evaluate all vertices at once:
+
+- ``vertex_columns`` (``V x D_max``) and ``vertex_column_mask``: the continuous
+  columns of each vertex, padded.
+- ``condition_columns``, ``condition_values``, ``condition_mask`` (``V x H``):
+  the conditions on the path from the root to each vertex, padded.
+- ``vertex_slots`` (``V``): a slot per vertex such that two vertices that can be
+  active together never share a slot. Any point has at most one active vertex
+  per slot, so a kernel that sums over shared vertices needs ``S`` (the number of
+  slots, the tree depth for a plain tree) terms per pair instead of ``V``.
+- ``path_vertex_mask`` (``P x V``): the set of vertices active on each
+  configuration ("path"; for a tree in which every vertex holds at most one
+  choice column, the root-to-leaf paths).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+HierarchicalDependencies = Mapping[int, Mapping[int | float, Sequence[int]]]
+
+# Same tolerances as BoTorch's ``HierarchicalConditionalKernel`` for comparing
+# the values of choice columns.
+CHOICE_RTOL = 1e-5
+CHOICE_ATOL = 1e-8
+
+
+@dataclass(frozen=True)
+class VertexInfo:
+    """Plain-Python description of one vertex.
+
+    Attributes:
+        index: Position of the vertex in breadth-first order (root is 0).
+        parent: Index of the parent vertex, or ``None`` for the root.
+        condition: ``(choice_col, value)`` that activates the vertex given its
+            parent, or ``None`` for the root.
+        continuous_columns: Continuous columns owned by the vertex.
+        choice_columns: Choice columns owned by the vertex.
+        depth: Number of conditions on the path from the root.
+    """
+
+    index: int
+    parent: int | None
+    condition: tuple[int, float] | None
+    continuous_columns: tuple[int, ...]
+    choice_columns: tuple[int, ...]
+    depth: int
+
+
+def validate_hierarchical_dependencies(
+    dim: int, hierarchical_dependencies: HierarchicalDependencies
+) -> None:
+    """Raise a ``ValueError`` naming the problem if the dictionary is malformed."""
+    if not isinstance(hierarchical_dependencies, Mapping):
+        raise TypeError(
+            "hierarchical_dependencies must be a dict {parent_col: {value: "
+            f"[child_cols]}}, got {type(hierarchical_dependencies).__name__}."
+        )
+    seen: dict[int, tuple[int, float]] = {}
+    for parent, branches in hierarchical_dependencies.items():
+        if not 0 <= int(parent) < dim:
+            raise ValueError(
+                f"hierarchical_dependencies: parent column {parent} is outside "
+                f"[0, {dim})."
+            )
+        if not isinstance(branches, Mapping) or len(branches) == 0:
+            raise ValueError(
+                f"hierarchical_dependencies[{parent}] must be a non-empty dict "
+                "{value: [child_cols]}."
+            )
+        for value, children in branches.items():
+            for child in children:
+                if not 0 <= int(child) < dim:
+                    raise ValueError(
+                        f"hierarchical_dependencies[{parent}][{value}]: child "
+                        f"column {child} is outside [0, {dim})."
+                    )
+                if int(child) in seen:
+                    raise ValueError(
+                        f"hierarchical_dependencies: column {child} is a child of "
+                        f"both {seen[int(child)]} and {(parent, value)}; each "
+                        "column must have one parent condition."
+                    )
+                seen[int(child)] = (int(parent), value)
+    # Cycles: walking up from any column must reach the root.
+    for col in seen:
+        cur, steps = col, 0
+        while cur in seen:
+            cur = seen[cur][0]
+            steps += 1
+            if steps > dim:
+                raise ValueError(
+                    "hierarchical_dependencies contains a cycle through column "
+                    f"{col}."
+                )
+
+
+class TreeStructure:
+    r"""Padded index tensors describing a tree over the columns of ``X``.
+
+    Args:
+        dim: Number of columns ``d`` of the input matrix.
+        hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
+
+    Example:
+        >>> # Jenatton et al.: x1 picks (r8, x2) or (r9, x3); x2, x3 pick a leaf.
+        >>> deps = {0: {0: [1, 2], 1: [3, 4]}, 2: {0: [5], 1: [6]},
+        ...         4: {0: [7], 1: [8]}}
+        >>> tree = TreeStructure(9, deps)
+        >>> tree.num_vertices, tree.num_slots, tree.num_paths
+        (7, 3, 4)
+    """
+
+    def __init__(
+        self, dim: int, hierarchical_dependencies: HierarchicalDependencies
+    ) -> None:
+        validate_hierarchical_dependencies(dim, hierarchical_dependencies)
+        self.dim = dim
+        self.hierarchical_dependencies = {
+            int(p): {v: [int(c) for c in cs] for v, cs in branches.items()}
+            for p, branches in hierarchical_dependencies.items()
+        }
+        deps = self.hierarchical_dependencies
+        choice_cols = set(deps)
+        children = {c for branches in deps.values() for cs in branches.values()
+                    for c in cs}
+        orphans = [c for c in range(dim) if c not in children]
+
+        # Breadth-first construction of the vertices.
+        vertices: list[VertexInfo] = []
+        queue: deque[tuple[int | None, tuple[int, float] | None, list[int], int]]
+        queue = deque([(None, None, orphans, 0)])
+        while queue:
+            parent, condition, cols, depth = queue.popleft()
+            index = len(vertices)
+            cols_sorted = sorted(cols)
+            vertices.append(
+                VertexInfo(
+                    index=index,
+                    parent=parent,
+                    condition=condition,
+                    continuous_columns=tuple(
+                        c for c in cols_sorted if c not in choice_cols
+                    ),
+                    choice_columns=tuple(c for c in cols_sorted if c in choice_cols),
+                    depth=depth,
+                )
+            )
+            for c in cols_sorted:
+                if c in choice_cols:
+                    for value, child_cols in deps[c].items():
+                        queue.append((index, (c, float(value)), child_cols, depth + 1))
+        self.vertices: tuple[VertexInfo, ...] = tuple(vertices)
+        self.choice_columns: tuple[int, ...] = tuple(sorted(choice_cols))
+        self.continuous_columns: tuple[int, ...] = tuple(
+            c for c in range(dim) if c not in choice_cols
+        )
+        self._build_tensors()
+
+    # ------------------------------------------------------------------ build
+    def _conditions(self, v: int) -> list[tuple[int, float]]:
+        conds = []
+        while self.vertices[v].parent is not None:
+            conds.append(self.vertices[v].condition)
+            v = self.vertices[v].parent
+        return conds[::-1]
+
+    def _build_tensors(self) -> None:
+        V = len(self.vertices)
+        dims = [len(v.continuous_columns) for v in self.vertices]
+        d_max = max(1, max(dims))
+        cols = torch.zeros(V, d_max, dtype=torch.long)
+        col_mask = torch.zeros(V, d_max, dtype=torch.bool)
+        for v in self.vertices:
+            k = len(v.continuous_columns)
+            cols[v.index, :k] = torch.tensor(v.continuous_columns, dtype=torch.long)
+            col_mask[v.index, :k] = True
+        conds = [self._conditions(v) for v in range(V)]
+        h_max = max(1, max(len(c) for c in conds))
+        cond_cols = torch.zeros(V, h_max, dtype=torch.long)
+        cond_vals = torch.zeros(V, h_max, dtype=torch.float64)
+        cond_mask = torch.zeros(V, h_max, dtype=torch.bool)
+        for v, cs in enumerate(conds):
+            for j, (c, val) in enumerate(cs):
+                cond_cols[v, j], cond_vals[v, j], cond_mask[v, j] = c, val, True
+        self.vertex_dims = torch.tensor(dims, dtype=torch.long)
+        self.vertex_columns = cols
+        self.vertex_column_mask = col_mask
+        self.condition_columns = cond_cols
+        self.condition_values = cond_vals
+        self.condition_mask = cond_mask
+        self._conds = conds
+
+        # Which vertices can be active together: those whose conditions agree
+        # on every choice column both of them test.
+        co_active = torch.ones(V, V, dtype=torch.bool)
+        cond_dicts = [dict(c) for c in conds]
+        for u, v in itertools.combinations(range(V), 2):
+            shared = cond_dicts[u].keys() & cond_dicts[v].keys()
+            if any(cond_dicts[u][c] != cond_dicts[v][c] for c in shared):
+                co_active[u, v] = co_active[v, u] = False
+        self.co_active = co_active
+        # Greedy colouring in BFS order: vertices that can be active together get
+        # different slots; mutually exclusive branches share slots.
+        slots = [-1] * V
+        for v in range(V):
+            used = {slots[u] for u in range(v) if co_active[u, v]}
+            slots[v] = next(s for s in itertools.count() if s not in used)
+        self.vertex_slots = torch.tensor(slots, dtype=torch.long)
+        self.num_slots = max(slots) + 1
+
+        # Paths (configurations): sets of vertices active together.
+        paths = self._enumerate_configurations(0)
+        path_mask = torch.zeros(len(paths), V, dtype=torch.bool)
+        for i, p in enumerate(paths):
+            path_mask[i, list(p)] = True
+        self.path_vertex_mask = path_mask
+        # For each path, the value of every active choice column (NaN elsewhere).
+        assignment = torch.full((len(paths), self.dim), float("nan"),
+                                dtype=torch.float64)
+        for i, p in enumerate(paths):
+            for v in p:
+                cond = self.vertices[v].condition
+                if cond is not None:
+                    assignment[i, cond[0]] = cond[1]
+        self.path_choice_values = assignment
+        active_cols = torch.zeros(len(paths), self.dim, dtype=torch.bool)
+        for i, p in enumerate(paths):
+            for v in p:
+                vi = self.vertices[v]
+                active_cols[i, list(vi.continuous_columns + vi.choice_columns)] = True
+        self.path_active_columns = active_cols
+
+    def _enumerate_configurations(self, v: int) -> list[frozenset[int]]:
+        """All sets of vertices that a full assignment activates below ``v``."""
+        by_choice = {}
+        for child in self.vertices:
+            if child.parent == v:
+                by_choice.setdefault(child.condition[0], []).append(child.index)
+        options_per_choice = []
+        for c in self.vertices[v].choice_columns:
+            opts = []
+            for child in by_choice.get(c, []):
+                opts.extend(self._enumerate_configurations(child))
+            options_per_choice.append(opts)
+        configs = []
+        for combo in itertools.product(*options_per_choice):
+            configs.append(frozenset({v}).union(*combo))
+        return configs
+
+    # ------------------------------------------------------------- properties
+    @property
+    def num_vertices(self) -> int:
+        return len(self.vertices)
+
+    @property
+    def num_paths(self) -> int:
+        return self.path_vertex_mask.shape[0]
+
+    @property
+    def max_vertex_dim(self) -> int:
+        return self.vertex_columns.shape[-1]
+
+    def vertex_conditions(self, v: int) -> list[tuple[int, float]]:
+        """Conditions ``(choice_col, value)`` on the path from the root to ``v``."""
+        return list(self._conds[v])
+
+    # ------------------------------------------------------------ evaluation
+    def vertex_activity(self, X: Tensor) -> Tensor:
+        r"""Which vertices are active at each point.
+
+        Args:
+            X: A ``batch_shape x n x d`` tensor.
+
+        Returns:
+            A ``batch_shape x n x V`` boolean tensor; entry ``v`` is true iff every
+            condition on the path from the root to vertex ``v`` holds.
+        """
+        cols = self.condition_columns.to(X.device)
+        vals = self.condition_values.to(device=X.device, dtype=X.dtype)
+        mask = self.condition_mask.to(X.device)
+        got = X[..., cols]  # batch x n x V x H
+        ok = torch.isclose(got, vals, rtol=CHOICE_RTOL, atol=CHOICE_ATOL)
+        return (ok | ~mask).all(dim=-1)
+
+    def slot_vertices(self, active: Tensor, vertex_filter: Tensor | None = None
+                      ) -> Tensor:
+        r"""The active vertex in each slot, or ``V`` where a slot is empty.
+
+        Args:
+            active: A ``batch_shape x n x V`` boolean activity tensor.
+            vertex_filter: Optional ``V`` boolean tensor; vertices outside it are
+                treated as inactive.
+
+        Returns:
+            A ``batch_shape x n x S`` long tensor of vertex indices in ``[0, V]``.
+        """
+        V = self.num_vertices
+        if vertex_filter is not None:
+            active = active & vertex_filter.to(active.device)
+        slots = self.vertex_slots.to(active.device)
+        onehot = torch.nn.functional.one_hot(slots, self.num_slots).to(torch.float64)
+        ids = torch.arange(1, V + 1, device=active.device, dtype=torch.float64)
+        # At most one active vertex per slot, so this sum picks it out exactly.
+        picked = (active.to(torch.float64) * ids) @ onehot  # batch x n x S
+        picked = picked.round().long() - 1
+        return torch.where(picked < 0, torch.full_like(picked, V), picked)
+
+    def to_hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:
+        """A copy of the dictionary this structure was built from."""
+        return {p: {v: list(cs) for v, cs in b.items()}
+                for p, b in self.hierarchical_dependencies.items()}
