@@ -123,6 +123,8 @@ class TreeOptimizer:
         num_restarts: Optimizer starts (per vertex for UCB, per path for EI).
         raw_samples: Random points scored to choose the starts.
         warm_start: Start each fit from the previous hyper-parameters.
+        share_lengthscales: Lengthscale sharing of the :class:`AddTreeKernel`
+            (default ``"depth"``: vertices at one depth share lengthscales).
         checkpoint: Optional path of a JSON file written after every
             evaluation; if it exists, the history in it is loaded.
         device: Device for the model and optimizers (default CPU).
@@ -141,6 +143,7 @@ class TreeOptimizer:
         num_restarts: int = 10,
         raw_samples: int = 512,
         warm_start: bool = True,
+        share_lengthscales: str = "depth",
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float64,
@@ -167,6 +170,7 @@ class TreeOptimizer:
         self.num_restarts = num_restarts
         self.raw_samples = raw_samples
         self.warm_start = warm_start
+        self.share_lengthscales = share_lengthscales
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.dtype = dtype
         self.checkpoint = Path(checkpoint) if checkpoint is not None else None
@@ -307,7 +311,10 @@ class TreeOptimizer:
                 noise_prior=LogNormalPrior(loc=math.log(max(floor, 1e-12)) + 2, scale=2.0),
                 noise_constraint=GreaterThan(floor),
             )
-            model = AddTreeGP(X, y, deps, bounds=bounds, likelihood=likelihood).to(X)
+            model = AddTreeGP(
+                X, y, deps, bounds=bounds, likelihood=likelihood,
+                share_lengthscales=self.share_lengthscales,
+            ).to(X)
             if self.warm_start and self._state is not None and attempt == 0:
                 try:
                     model.load_state_dict(self._state, strict=False)

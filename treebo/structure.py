@@ -31,6 +31,7 @@ kernels, models and optimizers can evaluate all vertices at once:
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -211,6 +212,27 @@ class TreeStructure:
         self.condition_values = cond_vals
         self.condition_mask = cond_mask
         self._conds = conds
+        # Edge form of the conditions, for a fast activity test: one entry per
+        # non-root vertex (its own condition), and a V x V matrix saying which
+        # conditions lie on the path to each vertex.
+        edge_cols = torch.zeros(V, dtype=torch.long)
+        edge_vals = torch.zeros(V, dtype=torch.float64)
+        on_path = torch.zeros(V, V, dtype=torch.float64)  # edge u on path to v
+        for v in self.vertices:
+            if v.condition is not None:
+                edge_cols[v.index] = v.condition[0]
+                edge_vals[v.index] = v.condition[1]
+            u = v.index
+            while self.vertices[u].parent is not None:
+                on_path[u, v.index] = 1.0
+                u = self.vertices[u].parent
+        self._edge_cols = edge_cols
+        self._edge_vals = edge_vals
+        self._edge_tol = CHOICE_ATOL + CHOICE_RTOL * edge_vals.abs()
+        # The root has no condition: give it an always-true test.
+        self._edge_tol[0] = math.inf
+        self._on_path = on_path
+        self._device_cache: dict[tuple, tuple[Tensor, ...]] = {}
 
         # Which vertices can be active together: those whose conditions agree
         # on every choice column both of them test.
@@ -287,44 +309,62 @@ class TreeStructure:
         return list(self._conds[v])
 
     # ------------------------------------------------------------ evaluation
+    def _tensors_on(self, X: Tensor) -> tuple[Tensor, ...]:
+        key = (X.device, X.dtype)
+        if key not in self._device_cache:
+            self._device_cache[key] = (
+                self._edge_cols.to(X.device),
+                self._edge_vals.to(device=X.device, dtype=X.dtype),
+                self._edge_tol.to(device=X.device, dtype=X.dtype),
+                self._on_path.to(device=X.device, dtype=X.dtype),
+            )
+        return self._device_cache[key]
+
     def vertex_activity(self, X: Tensor) -> Tensor:
         r"""Which vertices are active at each point.
+
+        A vertex is active iff every condition on its path from the root holds
+        (choice values compared with BoTorch's tolerances). Computed as one
+        gather, one comparison and one ``V x V`` product.
 
         Args:
             X: A ``batch_shape x n x d`` tensor.
 
         Returns:
-            A ``batch_shape x n x V`` boolean tensor; entry ``v`` is true iff every
-            condition on the path from the root to vertex ``v`` holds.
+            A ``batch_shape x n x V`` boolean tensor.
         """
-        cols = self.condition_columns.to(X.device)
-        vals = self.condition_values.to(device=X.device, dtype=X.dtype)
-        mask = self.condition_mask.to(X.device)
-        got = X[..., cols]  # batch x n x V x H
-        ok = torch.isclose(got, vals, rtol=CHOICE_RTOL, atol=CHOICE_ATOL)
-        return (ok | ~mask).all(dim=-1)
+        cols, vals, tol, on_path = self._tensors_on(X)
+        failed = ((X[..., cols] - vals).abs() > tol).to(X.dtype)  # batch x n x V
+        return (failed @ on_path) == 0
 
-    def slot_vertices(self, active: Tensor, vertex_filter: Tensor | None = None
-                      ) -> Tensor:
+    def slot_weights(self, vertex_filter: Tensor | None = None) -> Tensor:
+        """``V x S`` matrix with ``v + 1`` at ``(v, slot(v))`` (0 if filtered out)."""
+        V = self.num_vertices
+        w = torch.zeros(V, self.num_slots, dtype=torch.float64)
+        keep = (torch.ones(V, dtype=torch.float64) if vertex_filter is None
+                else vertex_filter.cpu().to(torch.float64))
+        ids = torch.arange(1, V + 1, dtype=torch.float64)
+        w[torch.arange(V), self.vertex_slots] = ids * keep
+        return w
+
+    def slot_vertices(self, active: Tensor, vertex_filter: Tensor | None = None,
+                      weights: Tensor | None = None) -> Tensor:
         r"""The active vertex in each slot, or ``V`` where a slot is empty.
 
         Args:
             active: A ``batch_shape x n x V`` boolean activity tensor.
             vertex_filter: Optional ``V`` boolean tensor; vertices outside it are
                 treated as inactive.
+            weights: Optional precomputed :meth:`slot_weights` (on the device).
 
         Returns:
             A ``batch_shape x n x S`` long tensor of vertex indices in ``[0, V]``.
         """
         V = self.num_vertices
-        if vertex_filter is not None:
-            active = active & vertex_filter.to(active.device)
-        slots = self.vertex_slots.to(active.device)
-        onehot = torch.nn.functional.one_hot(slots, self.num_slots).to(torch.float64)
-        ids = torch.arange(1, V + 1, device=active.device, dtype=torch.float64)
-        # At most one active vertex per slot, so this sum picks it out exactly.
-        picked = (active.to(torch.float64) * ids) @ onehot  # batch x n x S
-        picked = picked.round().long() - 1
+        if weights is None:
+            weights = self.slot_weights(vertex_filter).to(active.device)
+        # At most one active vertex per slot, so the product picks it out exactly.
+        picked = (active.to(weights.dtype) @ weights).round().long() - 1
         return torch.where(picked < 0, torch.full_like(picked, V), picked)
 
     def to_hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:

@@ -70,10 +70,14 @@ class AddTreeKernel(Kernel):
         vertex_bias: If true, every vertex without continuous columns contributes
             a learned constant ``outputscale[v]`` (a per-branch offset);
             otherwise such vertices contribute nothing.
-        lengthscale_prior: Prior on the ``V x D_max`` lengthscales. Default:
-            the dimension-scaled LogNormal of Hvarfner et al. (2024) with the
-            vertex's own dimension, ``LogNormal(sqrt(2) + log(d_v) / 2, sqrt(3))``.
-            Pass ``False`` for none.
+        share_lengthscales: ``"none"`` (every vertex its own ARD lengthscales),
+            ``"depth"`` (vertices at the same depth share them, so a branch with
+            little data borrows the smoothness learned on its siblings) or
+            ``"all"``.
+        lengthscale_prior: Prior on the ``G x D_max`` group lengthscales
+            (``G = V`` without sharing). Default: the dimension-scaled LogNormal
+            of Hvarfner et al. (2024) with the vertex's own dimension,
+            ``LogNormal(sqrt(2) + log(d_v) / 2, sqrt(3))``. ``False`` for none.
         outputscale_prior: Prior on the ``V`` output scales. Default:
             ``LogNormal(log(1 / h), 1)`` with ``h`` the largest number of
             contributing vertices on a path, so that the prior variance along a
@@ -97,6 +101,7 @@ class AddTreeKernel(Kernel):
         hierarchical_dependencies: HierarchicalDependencies,
         base_kernel: str = "rbf",
         vertex_bias: bool = False,
+        share_lengthscales: str = "none",
         lengthscale_prior: Prior | None | bool = None,
         outputscale_prior: Prior | None | bool = None,
         lengthscale_constraint: Interval | None = None,
@@ -127,10 +132,31 @@ class AddTreeKernel(Kernel):
         has_params = tree.vertex_dims > 0
         contributes = torch.ones_like(has_params) if vertex_bias else has_params
         self.register_buffer("vertex_contributes", contributes)
+        self.register_buffer("slot_weights", tree.slot_weights(contributes))
+
+        # Lengthscale groups: vertices in one group share their lengthscales.
+        if share_lengthscales == "none":
+            group = torch.arange(V)
+        elif share_lengthscales == "depth":
+            group = torch.tensor([v.depth for v in tree.vertices])
+        elif share_lengthscales == "all":
+            group = torch.zeros(V, dtype=torch.long)
+        else:
+            raise ValueError(
+                "share_lengthscales must be 'none', 'depth' or 'all', got "
+                f"{share_lengthscales!r}."
+            )
+        _, group = torch.unique(group, return_inverse=True)
+        G = int(group.max()) + 1
+        self.share_lengthscales = share_lengthscales
+        self.register_buffer("lengthscale_group", group)
+        group_dims = torch.zeros(G, dtype=torch.long).scatter_reduce(
+            0, group, tree.vertex_dims, reduce="amax"
+        )
 
         self.register_parameter(
             "raw_lengthscale",
-            torch.nn.Parameter(torch.zeros(*batch_shape, V, d_max)),
+            torch.nn.Parameter(torch.zeros(*batch_shape, G, d_max)),
         )
         self.register_parameter(
             "raw_outputscale", torch.nn.Parameter(torch.zeros(*batch_shape, V))
@@ -142,14 +168,16 @@ class AddTreeKernel(Kernel):
         self.register_constraint("raw_lengthscale", lengthscale_constraint)
         self.register_constraint("raw_outputscale", outputscale_constraint)
 
+        init_ls = torch.ones(G, d_max)
         if lengthscale_prior is None:
             from gpytorch.priors import LogNormalPrior
 
-            dims = tree.vertex_dims.clamp_min(1).to(torch.float64) * float(__import__("os").environ.get("TREEBO_LSD", "1"))
-            loc = (math.sqrt(2.0) + 0.5 * dims.log()).unsqueeze(-1).expand(V, d_max)
+            dims = group_dims.clamp_min(1).to(torch.float64)
+            loc = (math.sqrt(2.0) + 0.5 * dims.log()).unsqueeze(-1).expand(G, d_max)
             lengthscale_prior = LogNormalPrior(
-                loc=loc.clone(), scale=torch.full((V, d_max), math.sqrt(3.0))
+                loc=loc.clone(), scale=torch.full((G, d_max), math.sqrt(3.0))
             )
+            init_ls = torch.exp(lengthscale_prior.loc - lengthscale_prior.scale**2)
         if lengthscale_prior is not False:
             self.register_prior(
                 "lengthscale_prior",
@@ -172,26 +200,19 @@ class AddTreeKernel(Kernel):
                 AddTreeKernel._outputscale_param,
                 AddTreeKernel._outputscale_closure,
             )
-        # Initial values: the prior's mode for lengthscales when the default
-        # prior is used, and output scales that sum to 1 along a path.
-        init_ls = (
-            torch.exp(lengthscale_prior.loc - lengthscale_prior.scale**2)
-            if isinstance(lengthscale_prior, Prior)
-            and hasattr(lengthscale_prior, "loc")
-            and lengthscale_prior.loc.shape == (V, d_max)
-            else torch.ones(V, d_max)
-        )
-        self.lengthscale = init_ls.clamp(0.01, 100.0).expand(*batch_shape, V, d_max)
+        # Initial values: the default prior's mode for lengthscales, and output
+        # scales that sum to 1 along the longest path.
+        self._set_group_lengthscale(init_ls.expand(*batch_shape, G, d_max))
         self.outputscale = torch.full((*batch_shape, V), 1.0 / path_len)
 
     # -------------------------------------------------------- hyper-params
     @staticmethod
     def _lengthscale_param(m: AddTreeKernel) -> Tensor:
-        return m.lengthscale
+        return m.group_lengthscale
 
     @staticmethod
     def _lengthscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_lengthscale(v)
+        m._set_group_lengthscale(v)
 
     @staticmethod
     def _outputscale_param(m: AddTreeKernel) -> Tensor:
@@ -202,21 +223,39 @@ class AddTreeKernel(Kernel):
         m._set_outputscale(v)
 
     @property
-    def lengthscale(self) -> Tensor:
-        """``batch_shape x V x D_max`` lengthscales (padded entries unused)."""
+    def group_lengthscale(self) -> Tensor:
+        """``batch_shape x G x D_max`` lengthscales of the sharing groups."""
         return self.raw_lengthscale_constraint.transform(self.raw_lengthscale)
 
-    @lengthscale.setter
-    def lengthscale(self, value: Tensor | float) -> None:
-        self._set_lengthscale(value)
-
-    def _set_lengthscale(self, value: Tensor | float) -> None:
+    def _set_group_lengthscale(self, value: Tensor | float) -> None:
         value = torch.as_tensor(value).to(self.raw_lengthscale)
         self.initialize(
             raw_lengthscale=self.raw_lengthscale_constraint.inverse_transform(
                 value.expand_as(self.raw_lengthscale)
             )
         )
+
+    @property
+    def lengthscale(self) -> Tensor:
+        """``batch_shape x V x D_max`` per-vertex lengthscales (padding unused)."""
+        return self.group_lengthscale[..., self.lengthscale_group, :]
+
+    @lengthscale.setter
+    def lengthscale(self, value: Tensor | float) -> None:
+        """Set per-vertex lengthscales (``V x D_max``, or a scalar).
+
+        With shared lengthscales, each group takes the value of its first vertex.
+        """
+        value = torch.as_tensor(value).to(self.raw_lengthscale)
+        if value.dim() >= 2 and value.shape[-2] == self.lengthscale_group.numel():
+            group = self.lengthscale_group.to(value.device)
+            V = group.numel()
+            first = torch.full((int(group.max()) + 1,), V, device=value.device)
+            first = first.scatter_reduce(
+                0, group, torch.arange(V, device=value.device), reduce="amin"
+            )
+            value = value[..., first, :]
+        self._set_group_lengthscale(value)
 
     @property
     def outputscale(self) -> Tensor:
@@ -253,7 +292,7 @@ class AddTreeKernel(Kernel):
         """Per-slot vertex ids, scaled features and output scales of ``x``."""
         tree = self.tree
         active = tree.vertex_activity(x)
-        ids = tree.slot_vertices(active, vertex_filter=self.vertex_contributes)
+        ids = tree.slot_vertices(active, weights=self.slot_weights)
         z = self._vertex_features(x)
         z = torch.cat([z, torch.zeros_like(z[..., :1, :])], dim=-2)  # empty slot
         batch = torch.broadcast_shapes(z.shape[:-2], ids.shape[:-1])
@@ -278,6 +317,9 @@ class AddTreeKernel(Kernel):
                     f"AddTreeKernel expects {name} with {self.dim} columns, got "
                     f"shape {tuple(x.shape)}."
                 )
+        batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
+        x1 = x1.expand(*batch, *x1.shape[-2:])
+        x2 = x2.expand(*batch, *x2.shape[-2:])
         ids1, z1, s1 = self._slot_features(x1)
         ids2, z2, _ = self._slot_features(x2)
         if diag:

@@ -97,6 +97,7 @@ class AddTreeGP(SingleTaskGP):
         likelihood: Optional likelihood (default as in ``SingleTaskGP``).
         base_kernel: ``"matern52"`` or ``"rbf"``.
         vertex_bias: See :class:`AddTreeKernel`.
+        share_lengthscales: See :class:`AddTreeKernel`.
         bounds: Optional ``2 x d`` bounds of the inputs used by the default
             normalization.
         input_transform: Input transform; ``DEFAULT`` normalizes continuous
@@ -115,6 +116,7 @@ class AddTreeGP(SingleTaskGP):
         likelihood: Likelihood | None = None,
         base_kernel: str = "rbf",
         vertex_bias: bool = False,
+        share_lengthscales: str = "none",
         bounds: Tensor | None = None,
         input_transform: InputTransform | _DefaultType | None = DEFAULT,
         outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
@@ -149,6 +151,7 @@ class AddTreeGP(SingleTaskGP):
                 hierarchical_dependencies=deps,
                 base_kernel=base_kernel,
                 vertex_bias=vertex_bias,
+                share_lengthscales=share_lengthscales,
                 batch_shape=batch_shape,
             )
         elif not isinstance(covar_module, AddTreeKernel) or covar_module.dim != d:
@@ -174,6 +177,7 @@ class AddTreeGP(SingleTaskGP):
         hierarchical_dependencies: HierarchicalDependencies,
         base_kernel: str = "rbf",
         vertex_bias: bool = False,
+        share_lengthscales: str = "none",
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Model keyword arguments from a dataset (used by Ax's ``BoTorchGenerator``).
@@ -183,11 +187,13 @@ class AddTreeGP(SingleTaskGP):
             hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
             base_kernel: ``"matern52"`` or ``"rbf"``.
             vertex_bias: See :class:`AddTreeKernel`.
+            share_lengthscales: See :class:`AddTreeKernel`.
         """
         inputs = super().construct_inputs(training_data=training_data, **kwargs)
         inputs["hierarchical_dependencies"] = hierarchical_dependencies
         inputs["base_kernel"] = base_kernel
         inputs["vertex_bias"] = vertex_bias
+        inputs["share_lengthscales"] = share_lengthscales
         return inputs
 
     @property

@@ -1,0 +1,194 @@
+"""AddTreeKernel against Definition 4, BoTorch's kernel, and kernel invariants."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from botorch.models.hierarchical import HierarchicalConditionalKernel
+
+from tests.conftest import random_points, random_tree
+from treebo.kernels import AddTreeKernel, stationary_correlation
+from treebo.structure import TreeStructure
+
+
+def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
+    """Definition 4 as a double loop: sum over shared vertices of k_v."""
+    tree = kernel.tree
+    ls, scale = kernel.lengthscale.detach(), kernel.effective_outputscale().detach()
+    K = torch.zeros(X1.shape[0], X2.shape[0])
+    for i in range(X1.shape[0]):
+        for j in range(X2.shape[0]):
+            for v in tree.vertices:
+                path = tree.vertex_conditions(v.index)
+                on_i = all(abs(X1[i, c] - val) < 1e-9 for c, val in path)
+                on_j = all(abs(X2[j, c] - val) < 1e-9 for c, val in path)
+                if not (on_i and on_j) or scale[v.index] == 0:
+                    continue
+                cols = list(v.continuous_columns)
+                r2 = (((X1[i, cols] - X2[j, cols]) / ls[v.index, : len(cols)]) ** 2).sum()
+                K[i, j] += scale[v.index] * stationary_correlation(r2, kernel.base_kernel)
+    return K
+
+
+def randomize(kernel: AddTreeKernel, seed: int) -> None:
+    g = torch.Generator().manual_seed(seed)
+    kernel.lengthscale = 0.2 + torch.rand(kernel.lengthscale.shape, generator=g)
+    kernel.outputscale = 0.1 + torch.rand(kernel.outputscale.shape, generator=g)
+
+
+@pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
+@pytest.mark.parametrize("vertex_bias", [False, True])
+def test_matches_brute_force_definition_4(tree_case, base_kernel, vertex_bias):
+    d, deps = tree_case
+    kernel = AddTreeKernel(d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias)
+    randomize(kernel, 0)
+    X1, X2 = random_points(d, deps, 9, 1), random_points(d, deps, 7, 2)
+    K = kernel(X1, X2).to_dense().detach()
+    torch.testing.assert_close(K, brute_force_gram(kernel, X1, X2), atol=1e-10, rtol=0)
+    diag = kernel(X1, X1, diag=True).detach()
+    torch.testing.assert_close(diag, brute_force_gram(kernel, X1, X1).diag())
+
+
+def test_high_dimensional_vertices_use_the_same_definition():
+    # Vertices with > 4 columns take the matrix-product distance path.
+    d, deps = random_tree(3, max_depth=2, max_vertex_dim=7)
+    kernel = AddTreeKernel(d, deps)
+    randomize(kernel, 1)
+    X1, X2 = random_points(d, deps, 8, 3), random_points(d, deps, 6, 4)
+    torch.testing.assert_close(
+        kernel(X1, X2).to_dense().detach(), brute_force_gram(kernel, X1, X2),
+        atol=1e-9, rtol=0,
+    )
+
+
+def test_gram_is_symmetric_psd(tree_case):
+    d, deps = tree_case
+    kernel = AddTreeKernel(d, deps, base_kernel="matern52")
+    randomize(kernel, 2)
+    X = random_points(d, deps, 40, 5)
+    K = kernel(X).to_dense().detach()
+    torch.testing.assert_close(K, K.T)
+    assert torch.linalg.eigvalsh(K).min() > -1e-9
+
+
+def test_equals_botorch_hierarchical_kernel_when_configured_alike():
+    # Jenatton-like tree plus a root column: both kernels sum Matern-5/2 ARD
+    # blocks over shared vertices when BoTorch ignores the choice columns.
+    deps = {1: {0: [2, 3], 1: [4, 5]}, 3: {0: [6], 1: [7]}, 5: {0: [8, 9], 1: [10]}}
+    d = 11
+    ours = AddTreeKernel(d, deps, base_kernel="matern52")
+    theirs = HierarchicalConditionalKernel(
+        d, deps, eval_hierarchical_features=False, use_saas_prior=False
+    ).double()
+    g = torch.Generator().manual_seed(0)
+    tree = ours.tree
+    ls = torch.ones_like(ours.lengthscale.detach())
+    scales = torch.ones_like(ours.outputscale.detach())
+    for block, sub in zip(theirs.partition, theirs.kernels):
+        v = next(u.index for u in tree.vertices if list(u.continuous_columns) == block)
+        block_ls = 0.3 + torch.rand(len(block), generator=g)
+        ls[v, : len(block)] = block_ls
+        scales[v] = 0.5 + torch.rand((), generator=g)
+        sub.base_kernel.lengthscale = block_ls.unsqueeze(0)
+        sub.outputscale = scales[v]
+    ours.lengthscale = ls
+    ours.outputscale = scales
+    X1, X2 = random_points(d, deps, 12, 6), random_points(d, deps, 10, 7)
+    torch.testing.assert_close(
+        ours(X1, X2).to_dense().detach(), theirs(X1, X2).to_dense().detach()
+    )
+
+
+def test_gradcheck_inputs_and_hyperparameters():
+    d, deps = random_tree(4, max_depth=2, max_vertex_dim=2)
+    kernel = AddTreeKernel(d, deps, base_kernel="matern52")
+    randomize(kernel, 3)
+    X1, X2 = random_points(d, deps, 5, 8), random_points(d, deps, 4, 9)
+    cont = torch.zeros(d, dtype=torch.bool)
+    cont[list(kernel.tree.continuous_columns)] = True
+
+    def f(a, b):
+        x1 = torch.where(cont, a, X1)
+        x2 = torch.where(cont, b, X2)
+        return kernel(x1, x2).to_dense()
+
+    a, b = X1.clone().requires_grad_(True), X2.clone().requires_grad_(True)
+    assert torch.autograd.gradcheck(f, (a, b))
+
+    raw_ls = kernel.raw_lengthscale.detach().clone().requires_grad_(True)
+    raw_os = kernel.raw_outputscale.detach().clone().requires_grad_(True)
+
+    def h(rl, ro):
+        params = {"raw_lengthscale": rl, "raw_outputscale": ro}
+        return torch.func.functional_call(kernel, params, (X1, X2)).to_dense()
+
+    assert torch.autograd.gradcheck(h, (raw_ls, raw_os))
+
+
+def test_batch_shapes_broadcast_and_do_not_mix():
+    d, deps = random_tree(5, max_depth=2)
+    kernel = AddTreeKernel(d, deps)
+    randomize(kernel, 4)
+    X = torch.stack([random_points(d, deps, 6, s) for s in range(3)])  # 3 x 6 x d
+    Y = random_points(d, deps, 4, 10)
+    K = kernel(X, Y).to_dense()
+    assert K.shape == (3, 6, 4)
+    for b in range(3):
+        torch.testing.assert_close(K[b], kernel(X[b], Y).to_dense())
+    X2 = X.unsqueeze(0).expand(2, 3, 6, d)
+    assert kernel(X2, X2).to_dense().shape == (2, 3, 6, 6)
+    assert kernel(X2, X2, diag=True).shape == (2, 3, 6)
+
+
+def test_kernel_hyperparameter_batch():
+    d, deps = random_tree(1, max_depth=2)
+    kernel = AddTreeKernel(d, deps, batch_shape=torch.Size([2]))
+    kernel.outputscale = torch.tensor([[1.0], [2.0]])
+    X = random_points(d, deps, 5, 0)
+    K = kernel(X).to_dense()
+    assert K.shape == (2, 5, 5)
+    torch.testing.assert_close(K[1], 2 * K[0])
+
+
+def test_shared_lengthscales_tie_vertices_by_depth():
+    deps = {0: {0: [1, 2], 1: [3, 4]}, 2: {0: [5], 1: [6]}, 4: {0: [7], 1: [8]}}
+    kernel = AddTreeKernel(9, deps, share_lengthscales="depth")
+    tree = kernel.tree
+    assert kernel.raw_lengthscale.shape[-2] == len({v.depth for v in tree.vertices})
+    kernel.lengthscale = torch.arange(1, tree.num_vertices + 1.0).unsqueeze(-1)
+    depth = torch.tensor([v.depth for v in tree.vertices])
+    ls = kernel.lengthscale.squeeze(-1)
+    for dep in depth.unique():
+        assert ls[depth == dep].unique().numel() == 1
+    with pytest.raises(ValueError, match="share_lengthscales"):
+        AddTreeKernel(9, deps, share_lengthscales="sibling")
+
+
+def test_vertex_covariance_is_the_per_vertex_term():
+    d, deps = random_tree(2, max_depth=2)
+    kernel = AddTreeKernel(d, deps)
+    randomize(kernel, 5)
+    Z, X = random_points(d, deps, 3, 11), random_points(d, deps, 5, 12)
+    kv = kernel.vertex_covariance(Z, X).detach()  # 3 x V x 5
+    tree = kernel.tree
+    active_x = tree.vertex_activity(X)
+    active_z = tree.vertex_activity(Z)
+    # Summing k_v over the vertices active at z gives k(z, x).
+    full = (kv * active_z.unsqueeze(-1)).sum(-2)
+    torch.testing.assert_close(full, kernel(Z, X).to_dense().detach())
+    assert (kv[:, ~active_x.any(0)] == 0).all()
+
+
+def test_bad_inputs_raise_named_errors():
+    deps = {0: {0: [1], 1: [2]}}
+    with pytest.raises(ValueError, match="base_kernel"):
+        AddTreeKernel(3, deps, base_kernel="periodic")
+    with pytest.raises(ValueError, match="outside"):
+        AddTreeKernel(3, {0: {0: [5]}})
+    with pytest.raises(ValueError, match="child of both"):
+        AddTreeKernel(3, {0: {0: [1], 1: [1]}})
+    with pytest.raises(ValueError, match="cycle"):
+        TreeStructure(3, {0: {0: [1]}, 1: {0: [0]}})
+    kernel = AddTreeKernel(3, deps)
+    with pytest.raises(ValueError, match="3 columns"):
+        kernel(torch.zeros(2, 4)).to_dense()
