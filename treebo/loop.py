@@ -341,20 +341,22 @@ class TreeOptimizer:
     def _propose(self) -> dict[str, Any]:
         model = self.fit_model()
         seed = self._seed_for(len(self.history))
+        X, y = self.training_data()
+        # Start some optimizer runs near the best observations.
+        around = X[y.squeeze(-1).topk(min(3, y.shape[0])).indices]
         if self.acquisition == "add_tree_ucb":
             acqf = AddTreeUCB(model, beta=self.beta, maximize=True)
             cand = optimize_add_tree_ucb(
                 acqf, self.space, num_restarts=self.num_restarts,
-                raw_samples=self.raw_samples, seed=seed,
+                raw_samples=self.raw_samples, seed=seed, around=around,
             )
         else:
-            _, y = self.training_data()
             acqf = LogExpectedImprovement(model, best_f=y.max())
             cand = optimize_acqf_tree(
                 acqf, self.space,
                 num_restarts=max(1, self.num_restarts // 2),
                 raw_samples=max(self.raw_samples // 4, self.num_restarts),
-                seed=seed,
+                seed=seed, around=around,
             )
         return self.space.to_dict(cand.candidate[0].cpu())
 

@@ -59,6 +59,44 @@ def _reference_tensor(acq_function: AcquisitionFunction) -> Tensor:
     return torch.zeros(1, dtype=torch.float64)
 
 
+def perturb_around(
+    space: TreeSpace,
+    X: Tensor,
+    n_per_point: int = 16,
+    scales: tuple[float, ...] = (1e-1, 1e-2, 1e-3, 1e-4, 1e-6),
+    generator: torch.Generator | None = None,
+) -> Tensor:
+    r"""Gaussian perturbations of the active continuous values of given points.
+
+    Used to start the acquisition optimizer near the best observations, where
+    the optimum of a converging search lies (like BoTorch's
+    ``sample_around_best``); the scales span several orders of magnitude so that
+    the optimizer can resolve the optimum to high precision.
+
+    Args:
+        space: The search space.
+        X: ``k x d`` encoded points.
+        n_per_point: Perturbations per point (spread over the scales).
+        scales: Standard deviations, as fractions of each column's range.
+        generator: Optional random generator.
+
+    Returns:
+        ``(k * n_per_point) x d`` valid encoded points on the same paths.
+    """
+    if X.numel() == 0:
+        return X.reshape(0, space.dim)
+    bounds = space.bounds.to(X)
+    base = X.repeat_interleave(n_per_point, 0)
+    sd = torch.tensor(scales, dtype=X.dtype).repeat(
+        n_per_point // len(scales) + 1)[:n_per_point].repeat(X.shape[0]).to(X)
+    noise = torch.randn(base.shape, generator=generator, dtype=X.dtype).to(X)
+    step = noise * sd.unsqueeze(-1) * (bounds[1] - bounds[0])
+    continuous = torch.zeros(space.dim, dtype=torch.bool, device=X.device)
+    continuous[space.continuous_columns] = True
+    moved = torch.where(continuous, base + step, base)
+    return space.canonicalize(moved)
+
+
 def optimize_add_tree_ucb(
     acq_function: AddTreeUCB,
     space: TreeSpace,
@@ -66,6 +104,7 @@ def optimize_add_tree_ucb(
     raw_samples: int = 512,
     seed: int | None = None,
     maxiter: int = 200,
+    around: Tensor | None = None,
 ) -> TreeCandidate:
     r"""Add-Tree-GP-UCB: per-vertex maximization, then the best path.
 
@@ -86,6 +125,8 @@ def optimize_add_tree_ucb(
         raw_samples: Random points scored to pick the starts.
         seed: Seed for the raw samples.
         maxiter: L-BFGS-B iteration limit.
+        around: Optional ``k x d`` points (e.g. the best observations) whose
+            perturbations join the raw samples.
 
     Returns:
         A :class:`TreeCandidate`.
@@ -97,7 +138,12 @@ def optimize_add_tree_ucb(
     tree = space.tree
     bounds = space.bounds.to(ref)
     col_vertex = space._column_vertex.to(ref.device)
-    raw = space.sample(raw_samples, seed=seed, by="choice").to(ref)
+    gen = torch.Generator()
+    if seed is not None:
+        gen.manual_seed(seed)
+    raw = space.sample(raw_samples, generator=gen, by="choice").to(ref)
+    if around is not None:
+        raw = torch.cat([raw, perturb_around(space, around.to(ref), generator=gen)])
     with torch.no_grad():
         raw_values = acq_function.vertex_values(raw)  # raw x V
     top = raw_values.topk(num_restarts, dim=0).indices  # R x V
@@ -135,6 +181,7 @@ def optimize_acqf_tree(
     raw_samples: int = 128,
     seed: int | None = None,
     maxiter: int = 200,
+    around: Tensor | None = None,
 ) -> TreeCandidate:
     r"""Maximize any ``b x 1 x d -> b`` acquisition over every path in one batch.
 
@@ -150,6 +197,9 @@ def optimize_acqf_tree(
         raw_samples: Random points per path.
         seed: Seed for the raw samples.
         maxiter: L-BFGS-B iteration limit.
+        around: Optional ``k x d`` points (e.g. the best observations); their
+            perturbations are scored too and the best ``num_restarts`` of them
+            are added as starts (each on its own path).
 
     Returns:
         A :class:`TreeCandidate`.
@@ -167,11 +217,17 @@ def optimize_acqf_tree(
         raw_values = acq_function(raw.unsqueeze(-2)).reshape(P, raw_samples)
     top = raw_values.topk(num_restarts, dim=1).indices  # P x R
     rows = (top + torch.arange(P, device=ref.device).unsqueeze(-1) * raw_samples)
-    x0 = raw[rows.flatten()].unsqueeze(-2)  # (P R) x 1 x d
-    active = space.tree.path_active_columns.to(ref.device)
+    x0 = raw[rows.flatten()]  # (P R) x d
+    if around is not None and around.numel():
+        local = perturb_around(space, around.to(ref), generator=gen)
+        with torch.no_grad():
+            local_values = acq_function(local.unsqueeze(-2))
+        best_local = local_values.topk(min(num_restarts, local.shape[0])).indices
+        x0 = torch.cat([x0, local[best_local]])
     continuous = torch.zeros(space.dim, dtype=torch.bool, device=ref.device)
     continuous[space.continuous_columns] = True
-    free = (active & continuous).repeat_interleave(num_restarts, 0).unsqueeze(-2)
+    free = (space.column_activity(x0) & continuous).unsqueeze(-2)
+    x0 = x0.unsqueeze(-2)  # b x 1 x d
     bounds = space.bounds.to(ref)
     x_opt, values = maximize_batched(
         acq_function, x0, bounds[0], bounds[1], free=free, maxiter=maxiter
@@ -181,11 +237,15 @@ def optimize_acqf_tree(
     keep = values >= start
     x_opt = torch.where(keep.view(-1, 1, 1), x_opt, x0)
     values = torch.where(keep, values, start)
-    per_path = values.reshape(P, num_restarts)
-    path_values, _ = per_path.max(dim=1)
+    # Best value per path (rows are assigned to the path they lie on).
+    on_path = space.tree.vertex_activity(x_opt.squeeze(-2)).to(values)
+    path_mask = space.tree.path_vertex_mask.to(values)
+    row_path = ((on_path @ path_mask.T) == path_mask.sum(-1)).float().argmax(-1)
+    path_values = torch.full((P,), -torch.inf, dtype=values.dtype, device=values.device)
+    path_values = path_values.scatter_reduce(0, row_path, values, reduce="amax")
     best = int(values.argmax())
     candidate = space.canonicalize(x_opt[best])
     return TreeCandidate(
         candidate=candidate.detach(), value=values[best].detach(),
-        path=best // num_restarts, path_values=path_values.detach(),
+        path=int(row_path[best]), path_values=path_values.detach(),
     )
