@@ -489,7 +489,7 @@ class TreeSpace:
     # -------------------------------------------------------------- sampling
     def sample(
         self, n: int, seed: int | None = None, by: str = "choice",
-        generator: torch.Generator | None = None,
+        generator: torch.Generator | None = None, canonical: bool = True,
     ) -> Tensor:
         """Sample ``n`` valid encoded configurations (``n x d``).
 
@@ -501,6 +501,9 @@ class TreeSpace:
                 equally likely. Continuous values are uniform in the tensor
                 representation (log-uniform for ``log_scale``).
             generator: Optional ``torch.Generator``.
+            canonical: Reset inactive columns to their canonical value. With
+                ``False`` every continuous column holds a random value (useful
+                for scoring every vertex at once, or for switching paths).
         """
         if by not in ("choice", "path"):
             raise ValueError(f"by must be 'choice' or 'path', got {by!r}.")
@@ -512,12 +515,15 @@ class TreeSpace:
         X = self.bounds[0] + u * (self.bounds[1] - self.bounds[0])
         if by == "path":
             idx = torch.randint(self.num_paths, (n,), generator=generator)
-            X = self.set_paths(X, idx)
+            values = self.tree.path_choice_values
+            X = torch.where(torch.isnan(values[idx]), X, values[idx])
         else:
             for name, codes in self.choice_codes.items():
                 col = self.columns[name].column
                 vals = torch.tensor(list(codes.values()), dtype=torch.float64)
                 X[:, col] = vals[torch.randint(len(vals), (n,), generator=generator)]
+        if not canonical:
+            return X
         return self.canonicalize(X)
 
     def set_paths(self, X: Tensor, path_index: Tensor) -> Tensor:

@@ -141,7 +141,8 @@ def optimize_add_tree_ucb(
     gen = torch.Generator()
     if seed is not None:
         gen.manual_seed(seed)
-    raw = space.sample(raw_samples, generator=gen, by="choice").to(ref)
+    # Every continuous column random: each row scores every vertex.
+    raw = space.sample(raw_samples, generator=gen, canonical=False).to(ref)
     if around is not None:
         raw = torch.cat([raw, perturb_around(space, around.to(ref), generator=gen)])
     with torch.no_grad():
@@ -210,7 +211,7 @@ def optimize_acqf_tree(
     gen = torch.Generator()
     if seed is not None:
         gen.manual_seed(seed)
-    raw = space.sample(P * raw_samples, generator=gen).to(ref)
+    raw = space.sample(P * raw_samples, generator=gen, canonical=False).to(ref)
     path_idx = torch.arange(P, device=ref.device).repeat_interleave(raw_samples)
     raw = space.set_paths(raw, path_idx)
     with torch.no_grad():
