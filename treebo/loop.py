@@ -109,9 +109,12 @@ class TreeOptimizer:
 
     Args:
         space: The search space.
-        acquisition: ``"add_tree_ucb"`` (Add-Tree-GP-UCB, Algorithm 2 of Ma &
-            Blaschko) or ``"log_ei"`` (``LogExpectedImprovement`` on the
-            ``AddTreeGP``, optimized over all paths in one batch).
+        acquisition: ``"log_ei"`` (default: ``LogExpectedImprovement`` on the
+            ``AddTreeGP``, optimized over all paths in one batch) or
+            ``"add_tree_ucb"`` (Add-Tree-GP-UCB, Algorithm 2 of Ma & Blaschko:
+            per-vertex UCB optima summed along paths; faster per proposal, but
+            its per-vertex variances do not shrink where components are
+            confounded, so it can settle on a wrong branch).
         maximize: Maximize instead of minimize the objective.
         n_initial: Size of the tree-aware initial design (default: number of
             paths + 1, between 5 and 20).
@@ -134,7 +137,7 @@ class TreeOptimizer:
     def __init__(
         self,
         space: TreeSpace,
-        acquisition: str = "add_tree_ucb",
+        acquisition: str = "log_ei",
         maximize: bool = False,
         n_initial: int | None = None,
         seed: int | None = None,

@@ -1,0 +1,134 @@
+"""The ask/tell loop and minimize(): regret, failures, checkpoints, seeds."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from treebo import TreeOptimizer, minimize
+from treebo.test_functions import Jenatton, jenatton_space
+
+
+def test_forty_evaluations_on_jenatton_reach_small_regret():
+    problem = Jenatton("paper")
+    result = minimize(problem.objective, problem.space, budget=40, seed=0)
+    assert len(result.history) == 40
+    assert result.best_value - problem.optimal_value <= 1e-3
+    assert result.best_value == pytest.approx(problem.objective(result.best_params))
+    # The initial design visits every path.
+    first = [tuple(sorted((k, v) for k, v in t.params.items() if k in ("x1", "x2",
+             "x3"))) for t in result.history[:5]]
+    assert len(set(first)) == 4
+
+
+def test_add_tree_ucb_loop_improves_on_its_initial_design():
+    problem = Jenatton("paper")
+    result = minimize(problem.objective, problem.space, budget=20, seed=2,
+                      acquisition="add_tree_ucb")
+    best = result.best_so_far()
+    assert best[-1] < best[4] and best[-1] - 0.1 < 0.05
+
+
+def test_failures_are_recorded_and_the_loop_goes_on():
+    problem = Jenatton()
+    calls = {"n": 0}
+
+    def flaky(params):
+        calls["n"] += 1
+        if calls["n"] % 3 == 0:
+            raise RuntimeError("simulator crashed")
+        if calls["n"] % 4 == 0:
+            return float("nan")
+        return problem.objective(params)
+
+    result = minimize(flaky, problem.space, budget=12, seed=1, n_initial=5)
+    statuses = [t.status for t in result.history]
+    assert len(result.history) == 12
+    assert statuses.count("failed") == sum(
+        1 for i in range(1, 13) if i % 3 == 0 or i % 4 == 0)
+    failed = [t for t in result.history if t.status == "failed"]
+    assert any("simulator crashed" in t.error for t in failed)
+    assert any("nan" in t.error for t in failed)
+    assert all(t.value is None for t in failed)
+    ok = [t.value for t in result.history if t.status == "ok"]
+    assert result.best_value == min(ok)
+
+
+class Killed(KeyboardInterrupt):
+    """Stands in for the process being killed."""
+
+
+def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.json"
+    seen = []
+
+    def dies_after_seven(params):
+        if len(seen) == 7:
+            raise Killed
+        seen.append(params)
+        return problem.objective(params)
+
+    with pytest.raises(Killed):
+        minimize(dies_after_seven, problem.space, budget=10, seed=3, checkpoint=path)
+    saved = json.loads(path.read_text())
+    assert len(saved["history"]) == 7
+    assert [t["params"] for t in saved["history"]] == seen
+
+    result = minimize(problem.objective, problem.space, budget=10, seed=3,
+                      checkpoint=path)
+    assert len(result.history) == 10
+    assert [t.params for t in result.history[:7]] == seen
+    assert len(json.loads(path.read_text())["history"]) == 10
+
+
+def test_checkpoint_of_another_space_is_refused(tmp_path):
+    path = tmp_path / "run.json"
+    problem = Jenatton()
+    minimize(problem.objective, problem.space, budget=2, seed=0, checkpoint=path)
+    from treebo.test_functions import generalized_jenatton_space
+
+    with pytest.raises(ValueError, match="parameters"):
+        TreeOptimizer(generalized_jenatton_space(3), checkpoint=path)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        TreeOptimizer(problem.space, checkpoint=path)
+
+
+def test_same_seed_same_run_and_maximize():
+    problem = Jenatton()
+    a = minimize(problem.objective, problem.space, budget=7, seed=5, n_initial=5)
+    b = minimize(problem.objective, problem.space, budget=7, seed=5, n_initial=5)
+    assert [t.params for t in a.history] == [t.params for t in b.history]
+    neg = minimize(lambda p: -problem.objective(p), problem.space, budget=7, seed=5,
+                   n_initial=5, maximize=True)
+    assert neg.best_value == max(t.value for t in neg.history)
+    assert [t.params for t in neg.history[:5]] == [t.params for t in a.history[:5]]
+
+
+def test_ask_tell_with_dicts():
+    space = jenatton_space()
+    opt = TreeOptimizer(space, seed=0, n_initial=3)
+    for _ in range(4):
+        params = opt.ask()
+        space.validate(params)
+        opt.tell(params, sum(v for v in params.values()))
+    assert [t.kind for t in opt.history] == ["initial"] * 3 + ["bo"]
+    assert opt.best_trial.value == min(t.value for t in opt.history)
+    assert math.isfinite(opt.history[-1].proposal_seconds)
+
+
+def test_bad_loop_arguments():
+    space = jenatton_space()
+    with pytest.raises(ValueError, match="budget"):
+        minimize(lambda p: 0.0, space, budget=0)
+    with pytest.raises(TypeError, match="callable"):
+        minimize(3, space, budget=2)
+    with pytest.raises(ValueError, match="acquisition"):
+        TreeOptimizer(space, acquisition="ei")
+    with pytest.raises(ValueError, match="noise_floor"):
+        TreeOptimizer(space, noise_floor=0.0)
+    with pytest.raises(TypeError, match="TreeSpace"):
+        TreeOptimizer({"x": 1})
