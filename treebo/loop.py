@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from botorch.acquisition import LogExpectedImprovement
 from botorch.exceptions import ModelFittingError
 from botorch.fit import fit_gpytorch_mll
 from gpytorch.constraints import GreaterThan
@@ -41,6 +40,7 @@ from torch import Tensor
 from torch.quasirandom import SobolEngine
 
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
+from treebo.acquisition.fast_analytic import AddTreeLogEI
 from treebo.models.add_tree_gp import AddTreeGP
 from treebo.optim.tree_optimize import optimize_acqf_tree, optimize_add_tree_ucb
 from treebo.space import TreeSpace
@@ -354,7 +354,7 @@ class TreeOptimizer:
                 raw_samples=self.raw_samples, seed=seed, around=around,
             )
         else:
-            acqf = LogExpectedImprovement(model, best_f=y.max())
+            acqf = AddTreeLogEI(model, best_f=y.max())
             cand = optimize_acqf_tree(
                 acqf, self.space,
                 num_restarts=max(1, self.num_restarts // 2),

@@ -54,6 +54,11 @@ def stationary_correlation(sq_dist: Tensor, base_kernel: str) -> Tensor:
     return (1.0 + _SQRT5 * r + (5.0 / 3.0) * sq_dist) * torch.exp(-_SQRT5 * r)
 
 
+def _lead(t: Tensor, rank: int) -> Tensor:
+    """Prepend singleton dimensions up to ``rank`` dimensions."""
+    return t.reshape((1,) * (rank - t.dim()) + tuple(t.shape))
+
+
 class AddTreeKernel(Kernel):
     r"""Add-Tree kernel: sum of per-vertex kernels over the vertices two points share.
 
@@ -317,11 +322,14 @@ class AddTreeKernel(Kernel):
                     f"AddTreeKernel expects {name} with {self.dim} columns, got "
                     f"shape {tuple(x.shape)}."
                 )
-        batch = torch.broadcast_shapes(x1.shape[:-2], x2.shape[:-2])
-        x1 = x1.expand(*batch, *x1.shape[-2:])
-        x2 = x2.expand(*batch, *x2.shape[-2:])
         ids1, z1, s1 = self._slot_features(x1)
         ids2, z2, _ = self._slot_features(x2)
+        # Align batch ranks without copying (a batch of queries against one
+        # training set must not recompute the training set's features).
+        rank = max(ids1.dim(), ids2.dim())
+        ids1, s1 = _lead(ids1, rank), _lead(s1, rank)
+        ids2 = _lead(ids2, rank)
+        z1, z2 = _lead(z1, rank + 1), _lead(z2, rank + 1)
         if diag:
             sq = (z1 - z2).pow(2).sum(-1)  # *b x n x S
             k = stationary_correlation(sq, self.base_kernel)
