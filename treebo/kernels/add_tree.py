@@ -334,31 +334,23 @@ class AddTreeKernel(Kernel):
             sq = (z1 - z2).pow(2).sum(-1)  # *b x n x S
             k = stationary_correlation(sq, self.base_kernel)
             return (k * s1 * (ids1 == ids2)).sum(-1)
-        # Points in different vertices of a slot must not interact. Appending
-        # the vertex id times a separation far larger than any scaled distance
-        # sends their correlation to exactly 0 (exp underflow), which saves a
-        # mask over the n x m x S tensor.
-        with torch.no_grad():
-            sep = 1e4 * (1.0 + torch.maximum(z1.abs().max(), z2.abs().max()))
-        z1 = torch.cat([z1, ids1.unsqueeze(-1).to(z1) * sep], dim=-1)
-        z2 = torch.cat([z2, ids2.unsqueeze(-1).to(z2) * sep], dim=-1)
-        if z1.shape[-1] <= 5:
+        if z1.shape[-1] <= 4:
             # Feature dimension first: the reduction then runs over the outer,
             # contiguous axis, much faster than over a tiny last axis.
             a, b = z1.movedim(-1, 0), z2.movedim(-1, 0)  # D x *b x n x S
             sq = (a.unsqueeze(-2) - b.unsqueeze(-3)).pow(2).sum(0)  # *b n m S
         else:
-            # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b per slot, centred for accuracy;
-            # the id column is kept out of the product to avoid cancellation.
-            a, b = z1[..., :-1], z2[..., :-1]
-            centre = a.mean(dim=-3, keepdim=True)
-            a, b = a - centre, b - centre
+            # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b per slot, centred for accuracy.
+            centre = z1.mean(dim=-3, keepdim=True)
+            a, b = z1 - centre, z2 - centre
             cross = torch.einsum("...nsd,...msd->...nms", a, b)
             sq = (a.pow(2).sum(-1).unsqueeze(-2) + b.pow(2).sum(-1).unsqueeze(-3)
                   - 2 * cross).clamp_min(0)
-            sq = sq + (z1[..., -1].unsqueeze(-2) - z2[..., -1].unsqueeze(-3)).pow(2)
         k = stationary_correlation(sq, self.base_kernel)  # *b x n x m x S
-        return torch.einsum("...nms,...ns->...nm", k, s1)
+        # Only pairs in the same vertex of a slot interact; the weight carries
+        # that vertex's output scale (zero for empty slots).
+        weight = (ids1.unsqueeze(-2) == ids2.unsqueeze(-3)) * s1.unsqueeze(-2)
+        return (k * weight).sum(-1)
 
     def vertex_covariance(self, z: Tensor, x: Tensor) -> Tensor:
         r"""Per-vertex cross-covariances, with the query treated as active everywhere.

@@ -1,0 +1,5 @@
+"""``python -m treebo`` runs the demo."""
+
+from treebo.demo import main
+
+main()
