@@ -72,8 +72,9 @@ def fixed_features_per_path(space: TreeSpace) -> list[dict[int, float]]:
     return out
 
 
-def botorch_proposal(kind: str, space: TreeSpace, X: torch.Tensor, y: torch.Tensor,
-                     seed: int) -> torch.Tensor:
+def botorch_proposal(
+    kind: str, space: TreeSpace, X: torch.Tensor, y: torch.Tensor, seed: int
+) -> torch.Tensor:
     """One proposal of a BoTorch peer (maximizing ``y``)."""
     bounds = space.bounds
     transform = Normalize(d=space.dim, bounds=bounds)
@@ -89,7 +90,11 @@ def botorch_proposal(kind: str, space: TreeSpace, X: torch.Tensor, y: torch.Tens
         acqf = LogExpectedImprovement(model, best_f=y.max())
         torch.manual_seed(seed)
         cand, _ = optimize_acqf_mixed(
-            acqf, bounds=bounds, q=1, num_restarts=10, raw_samples=512,
+            acqf,
+            bounds=bounds,
+            q=1,
+            num_restarts=10,
+            raw_samples=512,
             fixed_features_list=fixed_features_per_path(space),
         )
     return space.canonicalize(cand.detach())
@@ -130,8 +135,12 @@ def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
     else:
         raise ValueError(f"unknown method {method!r}")
     return {
-        "problem": problem_name, "method": method, "seed": seed, "budget": budget,
-        "optimal_value": problem.optimal_value, "values": values,
+        "problem": problem_name,
+        "method": method,
+        "seed": seed,
+        "budget": budget,
+        "optimal_value": problem.optimal_value,
+        "values": values,
         "proposal_seconds": proposal_seconds,
     }
 
@@ -147,8 +156,9 @@ def run_optuna(problem, design: list[dict], seed: int, budget: int) -> list[floa
     def suggest(trial, vertex) -> dict:
         params = {}
         for p in vertex.params:
-            params[p.name] = trial.suggest_float(p.name, p.lower, p.upper,
-                                                 log=p.log_scale)
+            params[p.name] = trial.suggest_float(
+                p.name, p.lower, p.upper, log=p.log_scale
+            )
         for ch in vertex.choices:
             label = trial.suggest_categorical(ch.name, ch.labels)
             params[ch.name] = label
@@ -156,8 +166,9 @@ def run_optuna(problem, design: list[dict], seed: int, budget: int) -> list[floa
         return params
 
     assert all(isinstance(p, (Real, Choice)) for p in space.columns.values()) or True
-    sampler = optuna.samplers.TPESampler(multivariate=True, group=True, seed=seed,
-                                         n_startup_trials=len(design))
+    sampler = optuna.samplers.TPESampler(
+        multivariate=True, group=True, seed=seed, n_startup_trials=len(design)
+    )
     study = optuna.create_study(sampler=sampler)
     for config in design:
         study.enqueue_trial(config)
@@ -181,8 +192,9 @@ def parse_seeds(text: str) -> list[int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="p1a,p1b,p2")
-    parser.add_argument("--methods",
-                        default="random,treebo_ucb,treebo_logei,hck_logei,flat_logei")
+    parser.add_argument(
+        "--methods", default="random,treebo_ucb,treebo_logei,hck_logei,flat_logei"
+    )
     parser.add_argument("--seeds", default="0-9")
     parser.add_argument("--budget", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1)
@@ -210,8 +222,11 @@ def main() -> None:
                 with open(out, "a") as fh:
                     fh.write(json.dumps(record) + "\n")
                 best = min(record["values"]) - record["optimal_value"]
-                print(f"{problem} {method} seed={seed} regret={best:.3e} "
-                      f"{record['wall_seconds']:.0f}s", flush=True)
+                print(
+                    f"{problem} {method} seed={seed} regret={best:.3e} "
+                    f"{record['wall_seconds']:.0f}s",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -24,8 +24,9 @@ from treebo.kernels import AddTreeKernel
 from treebo.test_functions import generalized_jenatton_space
 
 
-def time_forward_backward(kernel: torch.nn.Module, X: torch.Tensor, repeats: int
-                          ) -> float:
+def time_forward_backward(
+    kernel: torch.nn.Module, X: torch.Tensor, repeats: int
+) -> float:
     def once() -> None:
         kernel.zero_grad()
         K = kernel(X).to_dense()
@@ -54,10 +55,12 @@ def main() -> None:
     theirs = HierarchicalConditionalKernel(
         d, deps, eval_hierarchical_features=False, use_saas_prior=False
     ).double()
-    print(f"depth-6 binary tree: {ours.tree.num_vertices} vertices, d={d}, "
-          f"{ours.tree.num_slots} slots; {platform.machine()}, "
-          f"{torch.get_num_threads()} thread(s), torch {torch.__version__}, "
-          f"{time.strftime('%Y-%m-%d')}")
+    print(
+        f"depth-6 binary tree: {ours.tree.num_vertices} vertices, d={d}, "
+        f"{ours.tree.num_slots} slots; {platform.machine()}, "
+        f"{torch.get_num_threads()} thread(s), torch {torch.__version__}, "
+        f"{time.strftime('%Y-%m-%d')}"
+    )
     print()
     print("| n | AddTreeKernel (ms) | HierarchicalConditionalKernel (ms) | speed-up |")
     print("|---|---|---|---|")
@@ -65,8 +68,10 @@ def main() -> None:
         X = space.sample(n, seed=n)
         t_ours = time_forward_backward(ours, X, args.repeats)
         t_theirs = time_forward_backward(theirs, X, args.repeats)
-        print(f"| {n} | {1e3 * t_ours:.1f} | {1e3 * t_theirs:.1f} | "
-              f"{t_theirs / t_ours:.1f}x |")
+        print(
+            f"| {n} | {1e3 * t_ours:.1f} | {1e3 * t_theirs:.1f} | "
+            f"{t_theirs / t_ours:.1f}x |"
+        )
 
 
 if __name__ == "__main__":

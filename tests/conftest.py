@@ -11,7 +11,10 @@ torch.set_default_dtype(torch.float64)
 
 
 def random_tree(
-    seed: int, max_depth: int = 3, max_branching: int = 3, max_vertex_dim: int = 3,
+    seed: int,
+    max_depth: int = 3,
+    max_branching: int = 3,
+    max_vertex_dim: int = 3,
     allow_multi_choice: bool = False,
 ) -> tuple[int, dict[int, dict[int, list[int]]]]:
     """A random tree over columns: returns ``(d, hierarchical_dependencies)``.

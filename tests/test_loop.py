@@ -18,15 +18,18 @@ def test_forty_evaluations_on_jenatton_reach_small_regret():
     assert result.best_value - problem.optimal_value <= 1e-3
     assert result.best_value == pytest.approx(problem.objective(result.best_params))
     # The initial design visits every path.
-    first = [tuple(sorted((k, v) for k, v in t.params.items() if k in ("x1", "x2",
-             "x3"))) for t in result.history[:5]]
+    first = [
+        tuple(sorted((k, v) for k, v in t.params.items() if k in ("x1", "x2", "x3")))
+        for t in result.history[:5]
+    ]
     assert len(set(first)) == 4
 
 
 def test_add_tree_ucb_loop_improves_on_its_initial_design():
     problem = Jenatton("paper")
-    result = minimize(problem.objective, problem.space, budget=20, seed=2,
-                      acquisition="add_tree_ucb")
+    result = minimize(
+        problem.objective, problem.space, budget=20, seed=2, acquisition="add_tree_ucb"
+    )
     best = result.best_so_far()
     assert best[-1] < best[4] and best[-1] - 0.1 < 0.05
 
@@ -47,7 +50,8 @@ def test_failures_are_recorded_and_the_loop_goes_on():
     statuses = [t.status for t in result.history]
     assert len(result.history) == 12
     assert statuses.count("failed") == sum(
-        1 for i in range(1, 13) if i % 3 == 0 or i % 4 == 0)
+        1 for i in range(1, 13) if i % 3 == 0 or i % 4 == 0
+    )
     failed = [t for t in result.history if t.status == "failed"]
     assert any("simulator crashed" in t.error for t in failed)
     assert any("nan" in t.error for t in failed)
@@ -77,8 +81,9 @@ def test_a_killed_run_resumes_from_its_checkpoint(tmp_path):
     assert len(saved["history"]) == 7
     assert [t["params"] for t in saved["history"]] == seen
 
-    result = minimize(problem.objective, problem.space, budget=10, seed=3,
-                      checkpoint=path)
+    result = minimize(
+        problem.objective, problem.space, budget=10, seed=3, checkpoint=path
+    )
     assert len(result.history) == 10
     assert [t.params for t in result.history[:7]] == seen
     assert len(json.loads(path.read_text())["history"]) == 10
@@ -102,8 +107,14 @@ def test_same_seed_same_run_and_maximize():
     a = minimize(problem.objective, problem.space, budget=7, seed=5, n_initial=5)
     b = minimize(problem.objective, problem.space, budget=7, seed=5, n_initial=5)
     assert [t.params for t in a.history] == [t.params for t in b.history]
-    neg = minimize(lambda p: -problem.objective(p), problem.space, budget=7, seed=5,
-                   n_initial=5, maximize=True)
+    neg = minimize(
+        lambda p: -problem.objective(p),
+        problem.space,
+        budget=7,
+        seed=5,
+        n_initial=5,
+        maximize=True,
+    )
     assert neg.best_value == max(t.value for t in neg.history)
     assert [t.params for t in neg.history[:5]] == [t.params for t in a.history[:5]]
 

@@ -16,37 +16,73 @@ from treebo.test_functions import generalized_jenatton_space, jenatton_space
 
 def mixed_space() -> TreeSpace:
     """A space with string labels, log scale, an empty branch and two choices."""
-    return TreeSpace(Vertex(
-        [Real("lr", 1e-4, 1e-1, log_scale=True)],
-        [
-            Choice("model", {
-                "svm": Vertex([Real("C", 1e-2, 1e2, log_scale=True)],
-                              [Choice("kernel", {"rbf": Vertex([Real("gamma", 0, 1)]),
-                                                 "linear": Vertex()})]),
-                "tree": Vertex([Real("depth", 1, 10)]),
-            }),
-            Choice("scaler", ["none", "standard"]),
-        ],
-    ))
+    return TreeSpace(
+        Vertex(
+            [Real("lr", 1e-4, 1e-1, log_scale=True)],
+            [
+                Choice(
+                    "model",
+                    {
+                        "svm": Vertex(
+                            [Real("C", 1e-2, 1e2, log_scale=True)],
+                            [
+                                Choice(
+                                    "kernel",
+                                    {
+                                        "rbf": Vertex([Real("gamma", 0, 1)]),
+                                        "linear": Vertex(),
+                                    },
+                                )
+                            ],
+                        ),
+                        "tree": Vertex([Real("depth", 1, 10)]),
+                    },
+                ),
+                Choice("scaler", ["none", "standard"]),
+            ],
+        )
+    )
 
 
 def test_bfs_layout_and_hierarchical_dependencies_of_jenatton():
     space = jenatton_space()
-    assert space.parameter_names == ["x1", "r8", "x2", "r9", "x3", "x4", "x5", "x6",
-                                     "x7"]
+    assert space.parameter_names == [
+        "x1",
+        "r8",
+        "x2",
+        "r9",
+        "x3",
+        "x4",
+        "x5",
+        "x6",
+        "x7",
+    ]
     assert space.to_hierarchical_dependencies() == {
-        0: {0: [1, 2], 1: [3, 4]}, 2: {0: [5], 1: [6]}, 4: {0: [7], 1: [8]}
+        0: {0: [1, 2], 1: [3, 4]},
+        2: {0: [5], 1: [6]},
+        4: {0: [7], 1: [8]},
     }
     assert space.num_paths == 4
-    assert space.paths() == [{"x1": 0, "x2": 0}, {"x1": 0, "x2": 1},
-                             {"x1": 1, "x3": 0}, {"x1": 1, "x3": 1}]
+    assert space.paths() == [
+        {"x1": 0, "x2": 0},
+        {"x1": 0, "x2": 1},
+        {"x1": 1, "x3": 0},
+        {"x1": 1, "x3": 1},
+    ]
     assert space.path_parameters()[0] == ["x1", "r8", "x2", "x4"]
 
 
 def test_encoding_of_one_configuration():
     space = mixed_space()
-    x = space.to_tensor({"lr": 1e-2, "model": "svm", "C": 10.0, "kernel": "linear",
-                         "scaler": "standard"})
+    x = space.to_tensor(
+        {
+            "lr": 1e-2,
+            "model": "svm",
+            "C": 10.0,
+            "kernel": "linear",
+            "scaler": "standard",
+        }
+    )
     col = {n: space.columns[n].column for n in space.parameter_names}
     assert x[col["lr"]] == pytest.approx(-2.0)
     assert x[col["C"]] == pytest.approx(1.0)
@@ -58,13 +94,16 @@ def test_encoding_of_one_configuration():
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), which=st.sampled_from(["mixed", "jen", "gen"]))
 def test_dict_tensor_dict_round_trip(seed, which):
-    space = {"mixed": mixed_space(), "jen": jenatton_space("ax"),
-             "gen": generalized_jenatton_space(4, balanced=False)}[which]
+    space = {
+        "mixed": mixed_space(),
+        "jen": jenatton_space("ax"),
+        "gen": generalized_jenatton_space(4, balanced=False),
+    }[which]
     X = space.sample(8, seed=seed)
     configs = space.to_dicts(X)
     torch.testing.assert_close(space.to_tensor(configs), X)
     again = space.to_dicts(space.to_tensor(configs))
-    for a, b in zip(configs, again):
+    for a, b in zip(configs, again, strict=False):
         assert a.keys() == b.keys()
         for k in a:
             assert a[k] == b[k] or math.isclose(a[k], b[k], rel_tol=1e-12)
@@ -84,7 +123,9 @@ def test_from_hierarchical_dependencies_round_trip(seed):
 def test_from_hierarchical_dependencies_keeps_values_and_names():
     deps = {2: {3: [0], 7: [1]}}
     bounds = torch.tensor([[0.0, 0.0, 0.0], [1.0, 5.0, 0.0]])
-    space = TreeSpace.from_hierarchical_dependencies(deps, bounds, names=["a", "b", "c"])
+    space = TreeSpace.from_hierarchical_dependencies(
+        deps, bounds, names=["a", "b", "c"]
+    )
     x = space.to_tensor({"c": 7, "b": 2.5})
     torch.testing.assert_close(x, torch.tensor([0.0, 2.5, 7.0]))
     assert space.to_dict(x) == {"b": 2.5, "c": 7}
@@ -97,8 +138,11 @@ def test_sampling_is_uniform_per_choice_and_per_path():
     for by, expected in (("path", [0.25] * 4), ("choice", None)):
         X = space.sample(n, seed=0, by=by)
         active = tree.vertex_activity(X).double()
-        freq = (active @ tree.path_vertex_mask.double().T == tree.path_vertex_mask.sum(
-            -1)).double().mean(0)
+        freq = (
+            (active @ tree.path_vertex_mask.double().T == tree.path_vertex_mask.sum(-1))
+            .double()
+            .mean(0)
+        )
         if expected is None:  # per choice: 1/2, 1/4, 1/8, 1/8
             expected = sorted([0.5, 0.25, 0.125, 0.125], reverse=True)
             freq = freq.sort(descending=True).values
@@ -120,7 +164,10 @@ def test_canonicalize_snaps_and_resets_inactive():
 @pytest.mark.parametrize(
     "config, match",
     [
-        ({"x1": 0, "x2": 0, "r8": 0.5, "x4": 0.0, "bogus": 1}, "unknown parameter 'bogus'"),
+        (
+            {"x1": 0, "x2": 0, "r8": 0.5, "x4": 0.0, "bogus": 1},
+            "unknown parameter 'bogus'",
+        ),
         ({"x1": 0, "x2": 0, "x4": 0.0}, "missing value for active parameter 'r8'"),
         ({"x1": 0, "r8": 0.5, "x4": 0.0}, "missing value for active choice 'x2'"),
         ({"x1": 0, "x2": 0, "r8": 1.5, "x4": 0.0}, "'r8' = 1.5 is outside"),
@@ -144,7 +191,9 @@ def test_bad_space_definitions_raise():
     with pytest.raises(ValueError, match="at least one option"):
         Choice("c", {})
     with pytest.raises(ValueError, match="unique"):
-        TreeSpace(Vertex([Real("a", 0, 1)], [Choice("c", {0: Vertex([Real("a", 0, 1)])})]))
+        TreeSpace(
+            Vertex([Real("a", 0, 1)], [Choice("c", {0: Vertex([Real("a", 0, 1)])})])
+        )
     with pytest.raises(ValueError, match="bounds must be 2 x d"):
         TreeSpace.from_hierarchical_dependencies({}, torch.zeros(3))
     with pytest.raises(ValueError, match="names has 1 entries"):

@@ -18,17 +18,26 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--acquisition", default="log_ei",
-                        choices=["log_ei", "add_tree_ucb"])
+    parser.add_argument(
+        "--acquisition", default="log_ei", choices=["log_ei", "add_tree_ucb"]
+    )
     args = parser.parse_args(argv)
 
     problem = Jenatton("paper")
-    print(f"Jenatton (9-D, 4 paths, f* = {problem.optimal_value}); "
-          f"budget {args.budget}, seed {args.seed}")
+    print(
+        f"Jenatton (9-D, 4 paths, f* = {problem.optimal_value}); "
+        f"budget {args.budget}, seed {args.seed}"
+    )
     print(f"search space: {problem.space}")
     t0 = time.perf_counter()
-    result = minimize(problem.objective, problem.space, budget=args.budget,
-                      seed=args.seed, acquisition=args.acquisition, progress=True)
+    result = minimize(
+        problem.objective,
+        problem.space,
+        budget=args.budget,
+        seed=args.seed,
+        acquisition=args.acquisition,
+        progress=True,
+    )
     treebo_seconds = time.perf_counter() - t0
 
     configs = problem.space.to_dicts(problem.space.sample(args.budget, seed=args.seed))
@@ -41,15 +50,20 @@ def main(argv: list[str] | None = None) -> None:
         return "0 (exact)" if r <= 0 else f"{math.log10(r):.2f}"
 
     rows = [
-        (f"treebo ({args.acquisition})", result.best_value, treebo_seconds,
-         result.best_params),
+        (
+            f"treebo ({args.acquisition})",
+            result.best_value,
+            treebo_seconds,
+            result.best_params,
+        ),
         ("random search", random_best, 0.0, random_params),
     ]
     print()
     print(f"{'method':<22} {'best f':>12} {'log10 regret':>13} {'seconds':>8}  best")
     for name, value, seconds, params in rows:
-        shown = {k: round(v, 6) if isinstance(v, float) else v
-                 for k, v in params.items()}
+        shown = {
+            k: round(v, 6) if isinstance(v, float) else v for k, v in params.items()
+        }
         print(f"{name:<22} {value:>12.8f} {regret(value):>13} {seconds:>8.1f}  {shown}")
 
 

@@ -174,7 +174,9 @@ class TreeOptimizer:
         self.raw_samples = raw_samples
         self.warm_start = warm_start
         self.share_lengthscales = share_lengthscales
-        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.device = (
+            torch.device(device) if device is not None else torch.device("cpu")
+        )
         self.dtype = dtype
         self.checkpoint = Path(checkpoint) if checkpoint is not None else None
         self.history: list[Trial] = []
@@ -194,7 +196,8 @@ class TreeOptimizer:
         order = torch.randperm(space.num_paths, generator=gen)
         paths = order.repeat(n // space.num_paths + 1)[:n]
         sobol = SobolEngine(
-            space.dim, scramble=True,
+            space.dim,
+            scramble=True,
             seed=int(torch.randint(2**31 - 1, (1,), generator=gen)),
         )
         u = sobol.draw(n, dtype=torch.float64)
@@ -224,7 +227,9 @@ class TreeOptimizer:
         return dict(params)
 
     def tell(
-        self, params: Mapping[str, Any], value: float | None | BaseException,
+        self,
+        params: Mapping[str, Any],
+        value: float | None | BaseException,
         eval_seconds: float = 0.0,
     ) -> Trial:
         """Record the outcome of evaluating ``params``.
@@ -236,9 +241,7 @@ class TreeOptimizer:
             eval_seconds: How long the evaluation took.
         """
         self.space.validate(params)
-        pending = next(
-            (p for p in self._pending if p["params"] == dict(params)), None
-        )
+        pending = next((p for p in self._pending if p["params"] == dict(params)), None)
         if pending is not None:
             self._pending.remove(pending)
         status, error, val = "ok", None, None
@@ -254,8 +257,12 @@ class TreeOptimizer:
                 error = error or f"objective returned {value!r}"
                 val = None
         trial = Trial(
-            index=len(self.history), params=dict(params), value=val, status=status,
-            error=error, kind=pending["kind"] if pending else "user",
+            index=len(self.history),
+            params=dict(params),
+            value=val,
+            status=status,
+            error=error,
+            kind=pending["kind"] if pending else "user",
             proposal_seconds=pending["seconds"] if pending else 0.0,
             eval_seconds=eval_seconds,
         )
@@ -298,8 +305,10 @@ class TreeOptimizer:
         )
         ok = ~torch.isnan(y)
         y = torch.where(ok, y, y[ok].min())
-        return (X.to(self.device, self.dtype),
-                y.unsqueeze(-1).to(self.device, self.dtype))
+        return (
+            X.to(self.device, self.dtype),
+            y.unsqueeze(-1).to(self.device, self.dtype),
+        )
 
     def fit_model(self) -> AddTreeGP:
         """Fit an :class:`AddTreeGP` to the history (warm-started if enabled)."""
@@ -311,11 +320,17 @@ class TreeOptimizer:
             (self.noise_floor, self.noise_floor * 100, self.noise_floor * 1e4)
         ):
             likelihood = GaussianLikelihood(
-                noise_prior=LogNormalPrior(loc=math.log(max(floor, 1e-12)) + 2, scale=2.0),
+                noise_prior=LogNormalPrior(
+                    loc=math.log(max(floor, 1e-12)) + 2, scale=2.0
+                ),
                 noise_constraint=GreaterThan(floor),
             )
             model = AddTreeGP(
-                X, y, deps, bounds=bounds, likelihood=likelihood,
+                X,
+                y,
+                deps,
+                bounds=bounds,
+                likelihood=likelihood,
                 share_lengthscales=self.share_lengthscales,
             ).to(X)
             if self.warm_start and self._state is not None and attempt == 0:
@@ -335,8 +350,7 @@ class TreeOptimizer:
             raise ModelFittingError(f"could not fit the model: {last_error}")
         model.eval()
         self._state = {
-            k: v.detach().clone() for k, v in model.state_dict().items()
-            if "raw_" in k
+            k: v.detach().clone() for k, v in model.state_dict().items() if "raw_" in k
         }
         self.last_model = model
         return model
@@ -350,16 +364,22 @@ class TreeOptimizer:
         if self.acquisition == "add_tree_ucb":
             acqf = AddTreeUCB(model, beta=self.beta, maximize=True)
             cand = optimize_add_tree_ucb(
-                acqf, self.space, num_restarts=self.num_restarts,
-                raw_samples=self.raw_samples, seed=seed, around=around,
+                acqf,
+                self.space,
+                num_restarts=self.num_restarts,
+                raw_samples=self.raw_samples,
+                seed=seed,
+                around=around,
             )
         else:
             acqf = AddTreeLogEI(model, best_f=y.max())
             cand = optimize_acqf_tree(
-                acqf, self.space,
+                acqf,
+                self.space,
                 num_restarts=max(1, self.num_restarts // 2),
                 raw_samples=max(self.raw_samples // 4, self.num_restarts),
-                seed=seed, around=around,
+                seed=seed,
+                around=around,
             )
         return self.space.to_dict(cand.candidate[0].cpu())
 
@@ -449,8 +469,9 @@ def minimize(
         raise TypeError("objective must be callable.")
     if not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget must be a positive integer, got {budget!r}.")
-    opt = TreeOptimizer(space, seed=seed, maximize=maximize, checkpoint=checkpoint,
-                        **optimizer_kwargs)
+    opt = TreeOptimizer(
+        space, seed=seed, maximize=maximize, checkpoint=checkpoint, **optimizer_kwargs
+    )
     while len(opt.history) < budget:
         params = opt.ask()
         t0 = time.perf_counter()

@@ -60,7 +60,9 @@ class Real:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"Real: name must be a non-empty string, got {self.name!r}.")
+            raise ValueError(
+                f"Real: name must be a non-empty string, got {self.name!r}."
+            )
         lo, up = float(self.lower), float(self.upper)
         if not (math.isfinite(lo) and math.isfinite(up)) or not lo < up:
             raise ValueError(
@@ -164,7 +166,9 @@ class TreeSpace:
 
     def __init__(self, root: Vertex, *, _layout: dict[str, Any] | None = None) -> None:
         if not isinstance(root, Vertex):
-            raise TypeError(f"TreeSpace needs a root Vertex, got {type(root).__name__}.")
+            raise TypeError(
+                f"TreeSpace needs a root Vertex, got {type(root).__name__}."
+            )
         self.root = root
         # BFS over vertices.
         vertices: list[Vertex] = []
@@ -185,7 +189,9 @@ class TreeSpace:
         names = [p.name for v in vertices for p in (*v.params, *v.choices)]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
-            raise ValueError(f"TreeSpace: parameter names must be unique: {sorted(dup)}.")
+            raise ValueError(
+                f"TreeSpace: parameter names must be unique: {sorted(dup)}."
+            )
 
         layout = _layout or {}
         given_cols: Mapping[str, int] | None = layout.get("columns")
@@ -209,7 +215,8 @@ class TreeSpace:
                     for rank, label in enumerate(c.param.labels)
                 }
         self.parameter_names = [
-            name for name, _ in sorted(self.columns.items(), key=lambda kv: kv[1].column)
+            name
+            for name, _ in sorted(self.columns.items(), key=lambda kv: kv[1].column)
         ]
         bounds = torch.zeros(2, self.dim, dtype=torch.float64)
         canonical = torch.zeros(self.dim, dtype=torch.float64)
@@ -221,8 +228,9 @@ class TreeSpace:
                 lo, up = min(vals), max(vals)
             bounds[0, c.column], bounds[1, c.column] = lo, up
             canonical[c.column] = (
-                lo if isinstance(c.param, Real) else self.choice_codes[c.name][
-                    c.param.labels[0]]
+                lo
+                if isinstance(c.param, Real)
+                else self.choice_codes[c.name][c.param.labels[0]]
             )
         self.bounds = bounds
         self.canonical_values = canonical
@@ -275,19 +283,29 @@ class TreeSpace:
             params, choices = [], []
             for c in sorted(cols):
                 if c in deps:
-                    opts = {_label(v): build(children) for v, children in deps[c].items()}
+                    opts = {
+                        _label(v): build(children) for v, children in deps[c].items()
+                    }
                     choices.append(Choice(names[c], opts))
                 else:
                     params.append(
-                        Real(names[c], float(bounds[0, c]), float(bounds[1, c]),
-                             log_scale=c in log_cols)
+                        Real(
+                            names[c],
+                            float(bounds[0, c]),
+                            float(bounds[1, c]),
+                            log_scale=c in log_cols,
+                        )
                     )
             return Vertex(params, choices)
 
-        root = build(tree.vertices[0].continuous_columns + tree.vertices[0].choice_columns)
+        root = build(
+            tree.vertices[0].continuous_columns + tree.vertices[0].choice_columns
+        )
         codes = {names[c]: {_label(v): float(v) for v in deps[c]} for c in deps}
-        return cls(root, _layout={"columns": {n: i for i, n in enumerate(names)},
-                                  "codes": codes})
+        return cls(
+            root,
+            _layout={"columns": {n: i for i, n in enumerate(names)}, "codes": codes},
+        )
 
     def to_hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:
         """This space's tree in BoTorch's ``{parent_col: {value: [child_cols]}}``."""
@@ -296,10 +314,13 @@ class TreeSpace:
             if isinstance(c.param, Choice):
                 branch = {}
                 for label, child in c.param.options.items():
-                    child_cols = [self.columns[p.name].column
-                                  for p in (*child.params, *child.choices)]
+                    child_cols = [
+                        self.columns[p.name].column
+                        for p in (*child.params, *child.choices)
+                    ]
                     branch[_code_key(self.choice_codes[c.name][label])] = sorted(
-                        child_cols)
+                        child_cols
+                    )
                 deps[c.column] = branch
         return deps
 
@@ -328,18 +349,23 @@ class TreeSpace:
         out = []
         values = self.tree.path_choice_values
         for i in range(self.num_paths):
-            out.append({
-                name: self._label_of(name, float(values[i, c.column]))
-                for name, c in self.columns.items()
-                if isinstance(c.param, Choice) and not math.isnan(values[i, c.column])
-            })
+            out.append(
+                {
+                    name: self._label_of(name, float(values[i, c.column]))
+                    for name, c in self.columns.items()
+                    if isinstance(c.param, Choice)
+                    and not math.isnan(values[i, c.column])
+                }
+            )
         return out
 
     def path_parameters(self) -> list[list[str]]:
         """Names of the active parameters on each path."""
         active = self.tree.path_active_columns
-        return [[self.parameter_names[c] for c in torch.nonzero(row).flatten().tolist()]
-                for row in active]
+        return [
+            [self.parameter_names[c] for c in torch.nonzero(row).flatten().tolist()]
+            for row in active
+        ]
 
     def column_activity(self, X: Tensor) -> Tensor:
         """``batch x n x d`` boolean: which columns are active at each row of ``X``."""
@@ -375,8 +401,10 @@ class TreeSpace:
         self._encode_row(config)
 
     def to_tensor(
-        self, configs: Mapping[str, Any] | Sequence[Mapping[str, Any]],
-        dtype: torch.dtype = torch.float64, device: torch.device | None = None,
+        self,
+        configs: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        dtype: torch.dtype = torch.float64,
+        device: torch.device | None = None,
     ) -> Tensor:
         """Encode one configuration (``d``) or a list of them (``n x d``)."""
         if isinstance(configs, Mapping):
@@ -399,7 +427,7 @@ class TreeSpace:
         X = self.canonicalize(X.detach().to(torch.float64)).cpu()
         active = self.column_activity(X)
         out = []
-        for row, act in zip(X.tolist(), active.tolist()):
+        for row, act in zip(X.tolist(), active.tolist(), strict=False):
             config = {}
             for name in self.parameter_names:
                 c = self.columns[name]
@@ -445,7 +473,9 @@ class TreeSpace:
                 used.add(p.name)
             for ch in vertex.choices:
                 if ch.name not in config:
-                    raise ConfigurationError(f"missing value for active choice {ch.name!r}.")
+                    raise ConfigurationError(
+                        f"missing value for active choice {ch.name!r}."
+                    )
                 label = config[ch.name]
                 if not _is_label(ch, label):
                     raise ConfigurationError(
@@ -488,8 +518,12 @@ class TreeSpace:
 
     # -------------------------------------------------------------- sampling
     def sample(
-        self, n: int, seed: int | None = None, by: str = "choice",
-        generator: torch.Generator | None = None, canonical: bool = True,
+        self,
+        n: int,
+        seed: int | None = None,
+        by: str = "choice",
+        generator: torch.Generator | None = None,
+        canonical: bool = True,
     ) -> Tensor:
         """Sample ``n`` valid encoded configurations (``n x d``).
 
@@ -532,8 +566,10 @@ class TreeSpace:
         return self.canonicalize(torch.where(torch.isnan(values), X, values))
 
     def __repr__(self) -> str:
-        return (f"TreeSpace(dim={self.dim}, paths={self.num_paths}, "
-                f"parameters={self.parameter_names})")
+        return (
+            f"TreeSpace(dim={self.dim}, paths={self.num_paths}, "
+            f"parameters={self.parameter_names})"
+        )
 
 
 def _label(value: int | float) -> int | float:

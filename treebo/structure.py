@@ -112,8 +112,7 @@ def validate_hierarchical_dependencies(
             steps += 1
             if steps > dim:
                 raise ValueError(
-                    "hierarchical_dependencies contains a cycle through column "
-                    f"{col}."
+                    f"hierarchical_dependencies contains a cycle through column {col}."
                 )
 
 
@@ -144,8 +143,9 @@ class TreeStructure:
         }
         deps = self.hierarchical_dependencies
         choice_cols = set(deps)
-        children = {c for branches in deps.values() for cs in branches.values()
-                    for c in cs}
+        children = {
+            c for branches in deps.values() for cs in branches.values() for c in cs
+        }
         orphans = [c for c in range(dim) if c not in children]
 
         # Breadth-first construction of the vertices.
@@ -259,8 +259,9 @@ class TreeStructure:
             path_mask[i, list(p)] = True
         self.path_vertex_mask = path_mask
         # For each path, the value of every active choice column (NaN elsewhere).
-        assignment = torch.full((len(paths), self.dim), float("nan"),
-                                dtype=torch.float64)
+        assignment = torch.full(
+            (len(paths), self.dim), float("nan"), dtype=torch.float64
+        )
         for i, p in enumerate(paths):
             for v in p:
                 cond = self.vertices[v].condition
@@ -341,14 +342,21 @@ class TreeStructure:
         """``V x S`` matrix with ``v + 1`` at ``(v, slot(v))`` (0 if filtered out)."""
         V = self.num_vertices
         w = torch.zeros(V, self.num_slots, dtype=torch.float64)
-        keep = (torch.ones(V, dtype=torch.float64) if vertex_filter is None
-                else vertex_filter.cpu().to(torch.float64))
+        keep = (
+            torch.ones(V, dtype=torch.float64)
+            if vertex_filter is None
+            else vertex_filter.cpu().to(torch.float64)
+        )
         ids = torch.arange(1, V + 1, dtype=torch.float64)
         w[torch.arange(V), self.vertex_slots] = ids * keep
         return w
 
-    def slot_vertices(self, active: Tensor, vertex_filter: Tensor | None = None,
-                      weights: Tensor | None = None) -> Tensor:
+    def slot_vertices(
+        self,
+        active: Tensor,
+        vertex_filter: Tensor | None = None,
+        weights: Tensor | None = None,
+    ) -> Tensor:
         r"""The active vertex in each slot, or ``V`` where a slot is empty.
 
         Args:
@@ -369,5 +377,7 @@ class TreeStructure:
 
     def to_hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:
         """A copy of the dictionary this structure was built from."""
-        return {p: {v: list(cs) for v, cs in b.items()}
-                for p, b in self.hierarchical_dependencies.items()}
+        return {
+            p: {v: list(cs) for v, cs in b.items()}
+            for p, b in self.hierarchical_dependencies.items()
+        }

@@ -58,7 +58,8 @@ def test_per_vertex_optimization_matches_a_grid_search():
     config = space.to_dict(result.candidate[0])
     space.validate(config)
     assert {k: config[k] for k in space.paths()[result.path]} == space.paths()[
-        result.path]
+        result.path
+    ]
 
 
 def test_tree_optimizer_for_any_acquisition_matches_a_grid_search():
@@ -70,8 +71,9 @@ def test_tree_optimizer_for_any_acquisition_matches_a_grid_search():
     g = torch.linspace(0, 1, 101, dtype=torch.float64)
     best_per_path = []
     for p in range(space.num_paths):
-        cols = [c for c in space.continuous_columns if space.tree.path_active_columns[
-            p, c]]
+        cols = [
+            c for c in space.continuous_columns if space.tree.path_active_columns[p, c]
+        ]
         mesh = torch.cartesian_prod(g, g)
         X = space.canonical_values.repeat(mesh.shape[0], 1)
         lo, up = space.bounds[0, cols], space.bounds[1, cols]
@@ -93,10 +95,12 @@ def test_maximize_batched_respects_bounds_and_frozen_entries():
 
     x0 = torch.zeros(2, 2)
     free = torch.tensor([[True, True], [False, True]])
-    x, values = maximize_batched(f, x0, torch.tensor([-2.0, -2.0]),
-                                 torch.tensor([2.0, 1.0]), free=free)
-    torch.testing.assert_close(x, torch.tensor([[0.3, 1.0], [0.0, 0.5]]), atol=1e-6,
-                               rtol=0)
+    x, values = maximize_batched(
+        f, x0, torch.tensor([-2.0, -2.0]), torch.tensor([2.0, 1.0]), free=free
+    )
+    torch.testing.assert_close(
+        x, torch.tensor([[0.3, 1.0], [0.0, 0.5]]), atol=1e-6, rtol=0
+    )
     with pytest.raises(ValueError, match="lower bounds exceed"):
         maximize_batched(f, x0, torch.tensor(1.0), torch.tensor(0.0))
 
@@ -110,5 +114,23 @@ def test_bad_acquisition_inputs():
     with pytest.raises(TypeError, match="AddTreeUCB"):
         optimize_add_tree_ucb(PosteriorMean(model), problem.space)
     with pytest.raises(ValueError, match="num_restarts"):
-        optimize_acqf_tree(PosteriorMean(model), problem.space, num_restarts=5,
-                           raw_samples=2)
+        optimize_acqf_tree(
+            PosteriorMean(model), problem.space, num_restarts=5, raw_samples=2
+        )
+
+
+def test_fast_log_ei_equals_botorch_log_ei():
+    from botorch.acquisition import LogExpectedImprovement
+
+    from treebo.acquisition import AddTreeLogEI
+
+    problem, model = fitted_jenatton_model(n=16, seed=9)
+    Z = problem.space.sample(9, seed=10).unsqueeze(-2).requires_grad_(True)
+    ours, theirs = AddTreeLogEI(model, best_f=0.3), LogExpectedImprovement(model, 0.3)
+    a, b = ours(Z), theirs(Z)
+    torch.testing.assert_close(a, b, atol=1e-9, rtol=1e-7)
+    (ga,) = torch.autograd.grad(a.sum(), Z)
+    (gb,) = torch.autograd.grad(theirs(Z).sum(), Z)
+    torch.testing.assert_close(ga, gb, atol=1e-7, rtol=1e-5)
+    with pytest.raises(TypeError, match="AddTreeGP"):
+        AddTreeLogEI(torch.nn.Linear(2, 2), best_f=0.0)

@@ -25,8 +25,12 @@ def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
                 if not (on_i and on_j) or scale[v.index] == 0:
                     continue
                 cols = list(v.continuous_columns)
-                r2 = (((X1[i, cols] - X2[j, cols]) / ls[v.index, : len(cols)]) ** 2).sum()
-                K[i, j] += scale[v.index] * stationary_correlation(r2, kernel.base_kernel)
+                r2 = (
+                    ((X1[i, cols] - X2[j, cols]) / ls[v.index, : len(cols)]) ** 2
+                ).sum()
+                K[i, j] += scale[v.index] * stationary_correlation(
+                    r2, kernel.base_kernel
+                )
     return K
 
 
@@ -56,8 +60,10 @@ def test_high_dimensional_vertices_use_the_same_definition():
     randomize(kernel, 1)
     X1, X2 = random_points(d, deps, 8, 3), random_points(d, deps, 6, 4)
     torch.testing.assert_close(
-        kernel(X1, X2).to_dense().detach(), brute_force_gram(kernel, X1, X2),
-        atol=1e-9, rtol=0,
+        kernel(X1, X2).to_dense().detach(),
+        brute_force_gram(kernel, X1, X2),
+        atol=1e-9,
+        rtol=0,
     )
 
 
@@ -84,7 +90,7 @@ def test_equals_botorch_hierarchical_kernel_when_configured_alike():
     tree = ours.tree
     ls = torch.ones_like(ours.lengthscale.detach())
     scales = torch.ones_like(ours.outputscale.detach())
-    for block, sub in zip(theirs.partition, theirs.kernels):
+    for block, sub in zip(theirs.partition, theirs.kernels, strict=False):
         v = next(u.index for u in tree.vertices if list(u.continuous_columns) == block)
         block_ls = 0.3 + torch.rand(len(block), generator=g)
         ls[v, : len(block)] = block_ls

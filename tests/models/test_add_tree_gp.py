@@ -20,19 +20,30 @@ def fitted_jenatton_model(n: int = 20, seed: int = 0, **kwargs) -> tuple:
     problem = Jenatton()
     X = problem.space.sample(n, seed=seed)
     Y = problem(X).unsqueeze(-1)
-    model = AddTreeGP(X, Y, problem.space.to_hierarchical_dependencies(),
-                      bounds=problem.space.bounds, **kwargs)
+    model = AddTreeGP(
+        X,
+        Y,
+        problem.space.to_hierarchical_dependencies(),
+        bounds=problem.space.bounds,
+        **kwargs,
+    )
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     model.eval()
     return problem, model
 
 
-@pytest.mark.parametrize("problem", [Jenatton(), GeneralizedJenatton(3, balanced=False)])
+@pytest.mark.parametrize(
+    "problem", [Jenatton(), GeneralizedJenatton(3, balanced=False)]
+)
 def test_vertex_means_sum_to_posterior_mean_on_every_path(problem):
     space = problem.space
     X = space.sample(25, seed=1)
-    model = AddTreeGP(X, problem(X).unsqueeze(-1), space.to_hierarchical_dependencies(),
-                      bounds=space.bounds)
+    model = AddTreeGP(
+        X,
+        problem(X).unsqueeze(-1),
+        space.to_hierarchical_dependencies(),
+        bounds=space.bounds,
+    )
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     model.eval()
     Z = space.sample(8 * space.num_paths, seed=2)
@@ -41,8 +52,9 @@ def test_vertex_means_sum_to_posterior_mean_on_every_path(problem):
         full = model.posterior(Z).mean.squeeze(-1)
         vp = model.vertex_posterior(Z)
     active = space.tree.vertex_activity(Z).to(vp.mean)
-    torch.testing.assert_close((vp.mean * active).sum(-1) + vp.offset, full,
-                               atol=1e-8, rtol=0)
+    torch.testing.assert_close(
+        (vp.mean * active).sum(-1) + vp.offset, full, atol=1e-8, rtol=0
+    )
 
 
 def test_vertex_variance_of_a_single_vertex_tree_is_the_posterior_variance():
@@ -56,8 +68,9 @@ def test_vertex_variance_of_a_single_vertex_tree_is_the_posterior_variance():
     with torch.no_grad():
         post = model.posterior(Z)
         vp = model.vertex_posterior(Z)
-    torch.testing.assert_close(vp.variance[:, 0], post.variance.squeeze(-1),
-                               atol=1e-9, rtol=1e-6)
+    torch.testing.assert_close(
+        vp.variance[:, 0], post.variance.squeeze(-1), atol=1e-9, rtol=1e-6
+    )
 
 
 def test_drop_in_arguments_of_hierarchical_conditional_kernel_gp():
@@ -66,9 +79,14 @@ def test_drop_in_arguments_of_hierarchical_conditional_kernel_gp():
     X = space.sample(12, seed=3)
     Y = problem(X).unsqueeze(-1)
     deps = space.to_hierarchical_dependencies()
-    model = AddTreeGP(X, Y, deps, train_Yvar=torch.full_like(Y, 1e-4),
-                      input_transform=Normalize(9, bounds=space.bounds),
-                      outcome_transform=Standardize(1))
+    model = AddTreeGP(
+        X,
+        Y,
+        deps,
+        train_Yvar=torch.full_like(Y, 1e-4),
+        input_transform=Normalize(9, bounds=space.bounds),
+        outcome_transform=Standardize(1),
+    )
     # Normalize touches the choice columns: their branch values move with it.
     assert model.tree.hierarchical_dependencies[0] == {0.0: [1, 2], 1.0: [3, 4]}
     assert model.hierarchical_dependencies == deps
@@ -107,8 +125,9 @@ def test_model_on_random_trees_fits_and_predicts(tree_case):
         vp = model.vertex_posterior(X)
         mean = model.posterior(X).mean.squeeze(-1)
     active = model.tree.vertex_activity(X).to(vp.mean)
-    torch.testing.assert_close((vp.mean * active).sum(-1) + vp.offset, mean,
-                               atol=1e-8, rtol=0)
+    torch.testing.assert_close(
+        (vp.mean * active).sum(-1) + vp.offset, mean, atol=1e-8, rtol=0
+    )
     assert (vp.variance >= 0).all()
 
 
@@ -118,3 +137,16 @@ def test_bad_model_inputs():
     d, deps = random_tree(0)
     with pytest.raises(ValueError, match="outside"):
         AddTreeGP(torch.rand(4, 2), torch.rand(4, 1), {0: {0: [7]}})
+
+
+def test_fast_posterior_matches_gpytorch_posterior():
+    problem, model = fitted_jenatton_model(n=18, seed=7)
+    Z = problem.space.sample(11, seed=8).unsqueeze(-2)  # 11 x 1 x d
+    with torch.no_grad():
+        post = model.posterior(Z)
+        mean, var = model.posterior_mean_variance(Z)
+    torch.testing.assert_close(mean, post.mean.squeeze(-1), atol=1e-9, rtol=0)
+    torch.testing.assert_close(var, post.variance.squeeze(-1), atol=1e-9, rtol=1e-6)
+    model.train()
+    with pytest.raises(RuntimeError, match="eval"):
+        model.posterior_mean_variance(Z)

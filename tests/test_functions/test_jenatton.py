@@ -51,7 +51,8 @@ def test_generalized_jenatton_matches_a_walk_down_the_tree(balanced):
     torch.testing.assert_close(problem(X), expected)
     assert float(problem(torch.tensor(problem._optimizers))) == pytest.approx(0.1)
     assert problem.objective(space.to_dict(torch.tensor(problem._optimizers[0]))) == (
-        pytest.approx(0.1))
+        pytest.approx(0.1)
+    )
 
 
 def test_bad_problem_arguments():

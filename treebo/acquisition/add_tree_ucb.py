@@ -61,7 +61,10 @@ class AddTreeUCB(AcquisitionFunction):
     """
 
     def __init__(
-        self, model: AddTreeGP, beta: float | Tensor | None = None, maximize: bool = True
+        self,
+        model: AddTreeGP,
+        beta: float | Tensor | None = None,
+        maximize: bool = True,
     ) -> None:
         if not isinstance(model, AddTreeGP):
             raise TypeError(
@@ -70,7 +73,9 @@ class AddTreeUCB(AcquisitionFunction):
         super().__init__(model=model)
         tree = model.tree
         if beta is None:
-            beta = add_tree_beta(max(1, model.train_targets.shape[-1]), tree.vertex_dims)
+            beta = add_tree_beta(
+                max(1, model.train_targets.shape[-1]), tree.vertex_dims
+            )
         beta = torch.as_tensor(beta, dtype=torch.float64)
         if beta.numel() not in (1, tree.num_vertices) or (beta < 0).any():
             raise ValueError(
@@ -112,7 +117,8 @@ class AddTreeUCB(AcquisitionFunction):
         x = X.squeeze(-2)
         values = self.vertex_values(x)
         active = self.model.tree.vertex_activity(
-            self.model.transform_inputs(x) if hasattr(self.model, "input_transform")
+            self.model.transform_inputs(x)
+            if hasattr(self.model, "input_transform")
             else x
         )
         offset = self.offset()

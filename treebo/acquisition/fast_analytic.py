@@ -24,8 +24,9 @@ class AddTreeLogEI(LogExpectedImprovement):
         maximize: Whether the problem is a maximization.
     """
 
-    def __init__(self, model: AddTreeGP, best_f: float | Tensor,
-                 maximize: bool = True) -> None:
+    def __init__(
+        self, model: AddTreeGP, best_f: float | Tensor, maximize: bool = True
+    ) -> None:
         if not isinstance(model, AddTreeGP):
             raise TypeError(
                 f"AddTreeLogEI needs an AddTreeGP, got {type(model).__name__}."

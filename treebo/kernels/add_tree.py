@@ -120,8 +120,8 @@ class AddTreeKernel(Kernel):
             raise ValueError(
                 f"base_kernel must be one of {BASE_KERNELS}, got {base_kernel!r}."
             )
-        self.tree = tree if tree is not None else TreeStructure(
-            dim, hierarchical_dependencies
+        self.tree = (
+            tree if tree is not None else TreeStructure(dim, hierarchical_dependencies)
         )
         if self.tree.dim != dim:
             raise ValueError(f"tree has {self.tree.dim} columns but dim={dim}.")
@@ -311,11 +311,17 @@ class AddTreeKernel(Kernel):
         return ids, z_slot, s_slot
 
     def forward(
-        self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False,
-        **params
+        self,
+        x1: Tensor,
+        x2: Tensor,
+        diag: bool = False,
+        last_dim_is_batch: bool = False,
+        **params,
     ) -> Tensor:
         if last_dim_is_batch:
-            raise NotImplementedError("AddTreeKernel does not support last_dim_is_batch.")
+            raise NotImplementedError(
+                "AddTreeKernel does not support last_dim_is_batch."
+            )
         for name, x in (("x1", x1), ("x2", x2)):
             if x.shape[-1] != self.dim:
                 raise ValueError(
@@ -344,8 +350,11 @@ class AddTreeKernel(Kernel):
             centre = z1.mean(dim=-3, keepdim=True)
             a, b = z1 - centre, z2 - centre
             cross = torch.einsum("...nsd,...msd->...nms", a, b)
-            sq = (a.pow(2).sum(-1).unsqueeze(-2) + b.pow(2).sum(-1).unsqueeze(-3)
-                  - 2 * cross).clamp_min(0)
+            sq = (
+                a.pow(2).sum(-1).unsqueeze(-2)
+                + b.pow(2).sum(-1).unsqueeze(-3)
+                - 2 * cross
+            ).clamp_min(0)
         k = stationary_correlation(sq, self.base_kernel)  # *b x n x m x S
         # Only pairs in the same vertex of a slot interact; the weight carries
         # that vertex's output scale (zero for empty slots).

@@ -71,7 +71,7 @@ def transform_dependencies(
     with torch.no_grad():
         moved = input_transform.preprocess_transform(probe)[rows, cols].tolist()
     out: dict[int, dict[float, list[int]]] = {}
-    for (p, v), new in zip(pairs, moved):
+    for (p, v), new in zip(pairs, moved, strict=False):
         out.setdefault(p, {})[new] = list(deps[p][v])
     return out
 
@@ -124,17 +124,22 @@ class AddTreeGP(SingleTaskGP):
     ) -> None:
         if train_X.dim() < 2:
             raise ValueError(
-                f"train_X must be batch_shape x n x d, got shape {tuple(train_X.shape)}."
+                "train_X must be batch_shape x n x d, got shape "
+                f"{tuple(train_X.shape)}."
             )
         d = train_X.shape[-1]
         tree = TreeStructure(d, hierarchical_dependencies)
         if input_transform == DEFAULT:
-            input_transform = Normalize(
-                d=d,
-                indices=list(tree.continuous_columns),
-                bounds=None if bounds is None else bounds.to(train_X),
-                batch_shape=train_X.shape[:-2],
-            ) if tree.continuous_columns else None
+            input_transform = (
+                Normalize(
+                    d=d,
+                    indices=list(tree.continuous_columns),
+                    bounds=None if bounds is None else bounds.to(train_X),
+                    batch_shape=train_X.shape[:-2],
+                )
+                if tree.continuous_columns
+                else None
+            )
         deps = transform_dependencies(
             train_X, tree.hierarchical_dependencies, input_transform
         )
@@ -267,7 +272,9 @@ class AddTreeGP(SingleTaskGP):
         kzx = kernel.forward(Z, cache["X"])  # batch x q x n
         mean = (kzx @ cache["alpha"].unsqueeze(-1)).squeeze(-1)
         mean = mean + cache["constant"][..., None]
-        w = torch.linalg.solve_triangular(cache["L"], kzx.transpose(-1, -2), upper=False)
+        w = torch.linalg.solve_triangular(
+            cache["L"], kzx.transpose(-1, -2), upper=False
+        )
         var = (kernel.forward(Z, Z, diag=True) - w.pow(2).sum(-2)).clamp_min(0.0)
         return self._untransform_moments(mean, var)
 

@@ -87,7 +87,7 @@ def maximize_batched(
         x_start[free].cpu().double().numpy(),
         jac=True,
         method="L-BFGS-B",
-        bounds=list(zip(lo, up)),
+        bounds=list(zip(lo, up, strict=False)),
         options={"maxiter": maxiter, "ftol": ftol, "gtol": gtol},
     )
     x = assemble(np.clip(res.x, lo, up))

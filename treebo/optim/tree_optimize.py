@@ -87,8 +87,12 @@ def perturb_around(
         return X.reshape(0, space.dim)
     bounds = space.bounds.to(X)
     base = X.repeat_interleave(n_per_point, 0)
-    sd = torch.tensor(scales, dtype=X.dtype).repeat(
-        n_per_point // len(scales) + 1)[:n_per_point].repeat(X.shape[0]).to(X)
+    sd = (
+        torch.tensor(scales, dtype=X.dtype)
+        .repeat(n_per_point // len(scales) + 1)[:n_per_point]
+        .repeat(X.shape[0])
+        .to(X)
+    )
     noise = torch.randn(base.shape, generator=generator, dtype=X.dtype).to(X)
     step = noise * sd.unsqueeze(-1) * (bounds[1] - bounds[0])
     continuous = torch.zeros(space.dim, dtype=torch.bool, device=X.device)
@@ -152,7 +156,11 @@ def optimize_add_tree_ucb(
     free = torch.zeros(space.dim, dtype=torch.bool, device=ref.device)
     free[space.continuous_columns] = True
     x_opt, values = maximize_batched(
-        acq_function.vertex_values, x0, bounds[0], bounds[1], free=free,
+        acq_function.vertex_values,
+        x0,
+        bounds[0],
+        bounds[1],
+        free=free,
         maxiter=maxiter,
     )
     with torch.no_grad():
@@ -217,7 +225,7 @@ def optimize_acqf_tree(
     with torch.no_grad():
         raw_values = acq_function(raw.unsqueeze(-2)).reshape(P, raw_samples)
     top = raw_values.topk(num_restarts, dim=1).indices  # P x R
-    rows = (top + torch.arange(P, device=ref.device).unsqueeze(-1) * raw_samples)
+    rows = top + torch.arange(P, device=ref.device).unsqueeze(-1) * raw_samples
     x0 = raw[rows.flatten()]  # (P R) x d
     if around is not None and around.numel():
         local = perturb_around(space, around.to(ref), generator=gen)
@@ -247,6 +255,8 @@ def optimize_acqf_tree(
     best = int(values.argmax())
     candidate = space.canonicalize(x_opt[best])
     return TreeCandidate(
-        candidate=candidate.detach(), value=values[best].detach(),
-        path=int(row_path[best]), path_values=path_values.detach(),
+        candidate=candidate.detach(),
+        value=values[best].detach(),
+        path=int(row_path[best]),
+        path_values=path_values.detach(),
     )

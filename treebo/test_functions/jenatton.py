@@ -48,12 +48,25 @@ def jenatton_space(variant: str = "paper") -> TreeSpace:
     def leaf(name: str) -> Vertex:
         return Vertex([Real(name, lo, up)])
 
-    return TreeSpace(Vertex(choices=[Choice("x1", {
-        0: Vertex([Real("r8", 0.0, 1.0)],
-                  [Choice("x2", {0: leaf("x4"), 1: leaf("x5")})]),
-        1: Vertex([Real("r9", 0.0, 1.0)],
-                  [Choice("x3", {0: leaf("x6"), 1: leaf("x7")})]),
-    })]))
+    return TreeSpace(
+        Vertex(
+            choices=[
+                Choice(
+                    "x1",
+                    {
+                        0: Vertex(
+                            [Real("r8", 0.0, 1.0)],
+                            [Choice("x2", {0: leaf("x4"), 1: leaf("x5")})],
+                        ),
+                        1: Vertex(
+                            [Real("r9", 0.0, 1.0)],
+                            [Choice("x3", {0: leaf("x6"), 1: leaf("x7")})],
+                        ),
+                    },
+                )
+            ]
+        )
+    )
 
 
 class _TreeTestFunction(SyntheticTestFunction):
@@ -90,8 +103,13 @@ class Jenatton(_TreeTestFunction):
     continuous_inds = [1, 3, 5, 6, 7, 8]
     discrete_inds = [0, 2, 4]
 
-    def __init__(self, variant: str = "paper", noise_std: float | None = None,
-                 negate: bool = False, dtype: torch.dtype = torch.float64) -> None:
+    def __init__(
+        self,
+        variant: str = "paper",
+        noise_std: float | None = None,
+        negate: bool = False,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
         self.space = jenatton_space(variant)
         self.variant = variant
         self._bounds = [tuple(b) for b in self.space.bounds.T.tolist()]
@@ -142,9 +160,14 @@ class GeneralizedJenatton(_TreeTestFunction):
 
     _optimal_value = 0.1
 
-    def __init__(self, depth: int = 4, balanced: bool = True,
-                 noise_std: float | None = None, negate: bool = False,
-                 dtype: torch.dtype = torch.float64) -> None:
+    def __init__(
+        self,
+        depth: int = 4,
+        balanced: bool = True,
+        noise_std: float | None = None,
+        negate: bool = False,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
         self.space = generalized_jenatton_space(depth, balanced)
         self.depth, self.balanced = depth, balanced
         self.dim = self.space.dim
@@ -155,8 +178,9 @@ class GeneralizedJenatton(_TreeTestFunction):
         # Per-vertex terms: r_n (internal) or x_l^2 + c_l (leaf), by BFS rank.
         leaf_rank = torch.zeros(tree.num_vertices, dtype=torch.float64)
         is_leaf = torch.tensor([len(v.choice_columns) == 0 for v in tree.vertices])
-        leaf_rank[is_leaf] = torch.arange(1, int(is_leaf.sum()) + 1,
-                                          dtype=torch.float64)
+        leaf_rank[is_leaf] = torch.arange(
+            1, int(is_leaf.sum()) + 1, dtype=torch.float64
+        )
         self._leaf_const = 0.1 * leaf_rank
         self._is_leaf = is_leaf
         self._vertex_col = tree.vertex_columns[:, 0]

@@ -1,0 +1,100 @@
+"""Tables and regret curves from bo_benchmark.py output.
+
+Usage::
+
+    python benchmarks/summarize.py benchmarks/out/bo.jsonl [more.jsonl ...] \\
+        --png benchmarks/regret_curves.png
+
+Regret is ``best value so far - f*``; an exactly reached optimum has regret 0,
+whose log10 is ``-inf`` (shown as such; medians and quartiles keep it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections import defaultdict
+
+import numpy as np
+
+CHECKPOINTS = (10, 25, 50, 100)
+
+
+def log10_regret_curve(record: dict) -> np.ndarray:
+    best = np.minimum.accumulate(np.asarray(record["values"], dtype=float))
+    regret = np.maximum(best - record["optimal_value"], 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log10(regret)
+
+
+def fmt(v: float) -> str:
+    return "-inf" if v == -math.inf else f"{v:.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+")
+    parser.add_argument("--png", default=None)
+    args = parser.parse_args()
+    runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for path in args.files:
+        with open(path) as fh:
+            for line in fh:
+                r = json.loads(line)
+                runs[(r["problem"], r["method"])].append(r)
+    problems = sorted({p for p, _ in runs})
+    for problem in problems:
+        methods = sorted(m for p, m in runs if p == problem)
+        budget = max(r["budget"] for m in methods for r in runs[(problem, m)])
+        cps = [c for c in CHECKPOINTS if c <= budget]
+        print(f"\n### {problem}\n")
+        print(
+            "| method | seeds | "
+            + " | ".join(f"log10 regret @{c}: median [IQR]" for c in cps)
+            + " | s/proposal (median) |"
+        )
+        print("|---|---|" + "---|" * len(cps) + "---|")
+        for m in methods:
+            rs = runs[(problem, m)]
+            curves = np.stack([log10_regret_curve(r) for r in rs])
+            cells = []
+            for c in cps:
+                col = curves[:, c - 1]
+                q1, med, q3 = np.percentile(col, [25, 50, 75], method="lower")
+                cells.append(f"{fmt(med)} [{fmt(q1)}, {fmt(q3)}]")
+            secs = [s for r in rs for s in r["proposal_seconds"]]
+            sec = f"{np.median(secs):.2f}" if secs else "-"
+            print(f"| {m} | {len(rs)} | " + " | ".join(cells) + f" | {sec} |")
+    if args.png:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(
+            1, len(problems), figsize=(5 * len(problems), 4), squeeze=False
+        )
+        for ax, problem in zip(axes[0], problems, strict=False):
+            for (p, m), rs in sorted(runs.items()):
+                if p != problem:
+                    continue
+                curves = np.stack([log10_regret_curve(r) for r in rs])
+                curves = np.maximum(curves, -12.0)  # plot floor for exact hits
+                med = np.median(curves, axis=0)
+                q1, q3 = np.percentile(curves, [25, 75], axis=0)
+                x = np.arange(1, curves.shape[1] + 1)
+                ax.plot(x, med, label=f"{m} ({len(rs)})")
+                ax.fill_between(x, q1, q3, alpha=0.15)
+            ax.set_title(problem)
+            ax.set_xlabel("evaluations")
+            ax.set_ylabel("log10 regret (median, IQR; floor -12)")
+            ax.grid(alpha=0.3)
+        axes[0][-1].legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.png, dpi=110)
+        print(f"\nwrote {args.png}")
+
+
+if __name__ == "__main__":
+    main()
