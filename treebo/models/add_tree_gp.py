@@ -237,16 +237,24 @@ class AddTreeGP(SingleTaskGP):
             self._vertex_cache = cache
         return cache
 
+    def _outcome_scale(self) -> tuple[Tensor, Tensor] | None:
+        """``(std, loc)`` of the Standardize outcome transform, if there is one."""
+        if not hasattr(self, "outcome_transform"):
+            return None
+        ot = self.outcome_transform
+        if not isinstance(ot, Standardize):
+            raise NotImplementedError(
+                "vertex and fast posteriors support the Standardize outcome "
+                f"transform only, got {type(ot).__name__}."
+            )
+        return ot.stdvs[..., 0, 0], ot.means[..., 0, 0]
+
     def _untransform_moments(self, mean: Tensor, var: Tensor) -> tuple[Tensor, Tensor]:
-        if hasattr(self, "outcome_transform"):
-            ot = self.outcome_transform
-            if not isinstance(ot, Standardize):
-                raise NotImplementedError(
-                    "the fast posterior supports the Standardize outcome transform."
-                )
-            std, loc = ot.stdvs[..., 0, 0], ot.means[..., 0, 0]
-            return mean * std[..., None] + loc[..., None], var * std.pow(2)[..., None]
-        return mean, var
+        scale = self._outcome_scale()
+        if scale is None:
+            return mean, var
+        std, loc = scale
+        return mean * std[..., None] + loc[..., None], var * std.pow(2)[..., None]
 
     def posterior_mean_variance(self, X: Tensor) -> tuple[Tensor, Tensor]:
         r"""Latent posterior mean and variance, from one cached Cholesky factor.
@@ -308,13 +316,9 @@ class AddTreeGP(SingleTaskGP):
         prior = self.covar_module.vertex_prior_variance()
         var = (prior.unsqueeze(-2) - reduction).clamp_min(0.0)
         offset = cache["constant"]
-        if hasattr(self, "outcome_transform"):
-            ot = self.outcome_transform
-            if not isinstance(ot, Standardize):
-                raise NotImplementedError(
-                    "vertex_posterior supports the Standardize outcome transform."
-                )
-            std, loc = ot.stdvs[..., 0, 0], ot.means[..., 0, 0]
+        scale = self._outcome_scale()
+        if scale is not None:
+            std, loc = scale
             mean = mean * std[..., None, None]
             var = var * std.pow(2)[..., None, None]
             offset = offset * std + loc
