@@ -66,7 +66,7 @@ def test_tree_optimizer_for_any_acquisition_matches_a_grid_search():
     problem, model = fitted_jenatton_model(n=15, seed=6)
     space = problem.space
     acqf = PosteriorMean(model)
-    result = optimize_acqf_tree(acqf, space, num_restarts=3, raw_samples=32, seed=1)
+    result = optimize_acqf_tree(acqf, space, num_restarts=6, raw_samples=128, seed=1)
     # Brute force on each path over a grid of its two active continuous values.
     g = torch.linspace(0, 1, 101, dtype=torch.float64)
     best_per_path = []
