@@ -1,0 +1,33 @@
+"""Device-following checks; run only where CUDA is available."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.conftest import random_points, random_tree
+from treebo.kernels import AddTreeKernel
+from treebo.test_functions import Jenatton
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+@cuda
+def test_kernel_on_cuda_equals_cpu():
+    d, deps = random_tree(2)
+    kernel = AddTreeKernel(d, deps)
+    X = random_points(d, deps, 30, 0)
+    K_cpu = kernel(X).to_dense().detach()
+    K_gpu = kernel.cuda()(X.cuda()).to_dense().detach()
+    assert K_gpu.device.type == "cuda"
+    torch.testing.assert_close(K_gpu.cpu(), K_cpu)
+
+
+@cuda
+def test_loop_runs_on_cuda():
+    from treebo import minimize
+
+    problem = Jenatton()
+    result = minimize(problem.objective, problem.space, budget=8, seed=0, device="cuda")
+    assert len(result.history) == 8
+    assert result.best_value < min(t.value for t in result.history[:5]) + 1e-12
