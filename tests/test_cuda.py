@@ -25,9 +25,13 @@ def test_kernel_on_cuda_equals_cpu():
 
 @cuda
 def test_loop_runs_on_cuda():
-    from treebo import minimize
+    from treebo import TreeOptimizer
 
     problem = Jenatton()
-    result = minimize(problem.objective, problem.space, budget=8, seed=0, device="cuda")
-    assert len(result.history) == 8
-    assert result.best_value < min(t.value for t in result.history[:5]) + 1e-12
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, device="cuda")
+    for _ in range(7):
+        params = opt.ask()
+        problem.space.validate(params)
+        opt.tell(params, problem.objective(params))
+    assert opt.last_model.train_inputs[0].device.type == "cuda"
+    assert len(opt.history) == 7
