@@ -55,8 +55,10 @@ def main() -> None:
             botorch_proposal(kind, space, X, y, seed=r)
             times.setdefault(kind, []).append(time.perf_counter() - t0)
     ref = statistics.median(times["hck_logei"])
-    print(f"P1(a), n={args.n}, {args.repeats} repeats, {platform.machine()}, "
-          f"{torch.get_num_threads()} thread(s), {time.strftime('%Y-%m-%d')}\n")
+    print(
+        f"P1(a), n={args.n}, {args.repeats} repeats, {platform.machine()}, "
+        f"{torch.get_num_threads()} thread(s), {time.strftime('%Y-%m-%d')}\n"
+    )
     print("| method | median s/proposal | HCK / method |")
     print("|---|---|---|")
     for name, ts in times.items():

@@ -73,14 +73,16 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
     elif method == "independent":
         tree = space.tree
         mask = tree.path_vertex_mask.double()
+
         def path_of(Z):
             return (
-                    (  # noqa: E731
-                        (tree.vertex_activity(Z).double() @ mask.T) == mask.sum(-1)
-                    )
-                    .double()
-                    .argmax(-1)
+                (  # noqa: E731
+                    (tree.vertex_activity(Z).double() @ mask.T) == mask.sum(-1)
                 )
+                .double()
+                .argmax(-1)
+            )
+
         p_train, p_test = path_of(X), path_of(Xt)
         pred = torch.full((Xt.shape[0],), float(Y.mean()), dtype=torch.float64)
         for p in range(space.num_paths):  # baseline: one GP per leaf

@@ -75,6 +75,8 @@ def main() -> None:
         fig, axes = plt.subplots(
             1, len(problems), figsize=(5 * len(problems), 4), squeeze=False
         )
+        all_methods = sorted({m for _, m in runs})
+        colors = {m: plt.cm.tab10(i % 10) for i, m in enumerate(all_methods)}
         for ax, problem in zip(axes[0], problems, strict=False):
             for (p, m), rs in sorted(runs.items()):
                 if p != problem:
@@ -84,13 +86,13 @@ def main() -> None:
                 med = np.median(curves, axis=0)
                 q1, q3 = np.percentile(curves, [25, 75], axis=0)
                 x = np.arange(1, curves.shape[1] + 1)
-                ax.plot(x, med, label=f"{m} ({len(rs)})")
-                ax.fill_between(x, q1, q3, alpha=0.15)
+                ax.plot(x, med, label=f"{m} ({len(rs)})", color=colors[m])
+                ax.fill_between(x, q1, q3, alpha=0.12, color=colors[m])
             ax.set_title(problem)
             ax.set_xlabel("evaluations")
             ax.set_ylabel("log10 regret (median, IQR; floor -12)")
             ax.grid(alpha=0.3)
-        axes[0][-1].legend(fontsize=8)
+            ax.legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(args.png, dpi=110)
         print(f"\nwrote {args.png}")
