@@ -143,3 +143,23 @@ def test_bad_loop_arguments():
         TreeOptimizer(space, noise_floor=0.0)
     with pytest.raises(TypeError, match="TreeSpace"):
         TreeOptimizer({"x": 1})
+
+
+def test_a_model_that_cannot_be_fitted_falls_back_to_random(monkeypatch):
+    from botorch.exceptions import ModelFittingError
+
+    space = jenatton_space()
+    opt = TreeOptimizer(space, seed=0, n_initial=2)
+
+    def broken():
+        raise ModelFittingError("singular")
+
+    monkeypatch.setattr(opt, "fit_model", broken)
+    for _ in range(2):
+        params = opt.ask()
+        opt.tell(params, 1.0)
+    with pytest.warns(RuntimeWarning, match="model fitting failed"):
+        params = opt.ask()
+    space.validate(params)
+    opt.tell(params, 1.0)
+    assert [t.kind for t in opt.history] == ["initial", "initial", "random"]

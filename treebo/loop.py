@@ -59,7 +59,8 @@ class Trial:
         value: The objective value, or ``None`` if the evaluation failed.
         status: ``"ok"`` or ``"failed"``.
         error: The error message of a failed evaluation.
-        kind: ``"initial"`` (initial design) or ``"bo"``.
+        kind: ``"initial"`` (initial design), ``"bo"``, ``"random"`` (the model
+            could not be fitted) or ``"user"`` (told without asking).
         proposal_seconds: Time spent fitting and optimizing to propose it.
         eval_seconds: Time the objective took.
     """
@@ -221,8 +222,22 @@ class TreeOptimizer:
             kind, seconds = "initial", 0.0
         else:
             t0 = time.perf_counter()
-            params = self._propose()
-            kind, seconds = "bo", time.perf_counter() - t0
+            try:
+                params = self._propose()
+                kind = "bo"
+            except ModelFittingError as err:
+                # Keep the run alive: a random proposal beats a crash.
+                warnings.warn(
+                    f"treebo: model fitting failed ({err}); proposing a random "
+                    "configuration instead.",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                params = self.space.to_dicts(
+                    self.space.sample(1, seed=self._seed_for(n_done))
+                )[0]
+                kind = "random"
+            seconds = time.perf_counter() - t0
         self._pending.append({"params": params, "kind": kind, "seconds": seconds})
         return dict(params)
 
