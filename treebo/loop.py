@@ -129,6 +129,8 @@ class TreeOptimizer:
         warm_start: Start each fit from the previous hyper-parameters.
         share_lengthscales: Lengthscale sharing of the :class:`AddTreeKernel`
             (default ``"depth"``: vertices at one depth share lengthscales).
+        path_selection: For ``"add_tree_ucb"``: ``"sum"`` (the paper) or
+            ``"joint"`` (see :func:`~treebo.optim.optimize_add_tree_ucb`).
         checkpoint: Optional path of a JSON file written after every
             evaluation; if it exists, the history in it is loaded.
         device: Device for the model and optimizers (default CPU).
@@ -148,6 +150,7 @@ class TreeOptimizer:
         raw_samples: int = 512,
         warm_start: bool = True,
         share_lengthscales: str = "depth",
+        path_selection: str = "sum",
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float64,
@@ -175,6 +178,7 @@ class TreeOptimizer:
         self.raw_samples = raw_samples
         self.warm_start = warm_start
         self.share_lengthscales = share_lengthscales
+        self.path_selection = path_selection
         self.device = (
             torch.device(device) if device is not None else torch.device("cpu")
         )
@@ -385,6 +389,7 @@ class TreeOptimizer:
                 raw_samples=self.raw_samples,
                 seed=seed,
                 around=around,
+                path_selection=self.path_selection,
             )
         else:
             acqf = AddTreeLogEI(model, best_f=y.max())

@@ -134,3 +134,27 @@ def test_fast_log_ei_equals_botorch_log_ei():
     torch.testing.assert_close(ga, gb, atol=1e-7, rtol=1e-5)
     with pytest.raises(TypeError, match="AddTreeGP"):
         AddTreeLogEI(torch.nn.Linear(2, 2), best_f=0.0)
+
+
+def test_joint_path_selection_picks_the_best_joint_ucb():
+    problem, model = fitted_jenatton_model(n=15, seed=5)
+    space = problem.space
+    acqf = AddTreeUCB(model, beta=1.0)
+    result = optimize_add_tree_ucb(
+        acqf, space, num_restarts=4, raw_samples=64, seed=0, path_selection="joint"
+    )
+    space.validate(space.to_dict(result.candidate[0]))
+    # The chosen path's point has the largest whole-function UCB among the
+    # points assembled for every path from the same per-vertex optima.
+    points = torch.cat(
+        [
+            space.set_paths(result.vertex_point, torch.tensor([p]))
+            for p in range(space.num_paths)
+        ]
+    )
+    with torch.no_grad():
+        mean, var = model.posterior_mean_variance(points.unsqueeze(-2))
+    joint = (mean + var.sqrt()).squeeze(-1)
+    assert result.path == int(joint.argmax())
+    with pytest.raises(ValueError, match="path_selection"):
+        optimize_add_tree_ucb(acqf, space, path_selection="best")

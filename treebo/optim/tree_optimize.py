@@ -34,12 +34,16 @@ class TreeCandidate:
         value: Acquisition value at the candidate (scalar tensor).
         path: Index of the chosen path in ``space.paths()``.
         path_values: ``P`` tensor: the best acquisition value found per path.
+        vertex_point: For :func:`optimize_add_tree_ucb`, the ``1 x d`` point that
+            holds every vertex's own optimum (each path's point is this one with
+            that path's choices); ``None`` otherwise.
     """
 
     candidate: Tensor
     value: Tensor
     path: int
     path_values: Tensor
+    vertex_point: Tensor | None = None
 
 
 def _check_inputs(space: TreeSpace, num_restarts: int, raw_samples: int) -> None:
@@ -109,6 +113,7 @@ def optimize_add_tree_ucb(
     seed: int | None = None,
     maxiter: int = 200,
     around: Tensor | None = None,
+    path_selection: str = "sum",
 ) -> TreeCandidate:
     r"""Add-Tree-GP-UCB: per-vertex maximization, then the best path.
 
@@ -131,12 +136,20 @@ def optimize_add_tree_ucb(
         maxiter: L-BFGS-B iteration limit.
         around: Optional ``k x d`` points (e.g. the best observations) whose
             perturbations join the raw samples.
+        path_selection: ``"sum"`` (Algorithm 2: the path with the largest sum
+            of per-vertex optima) or ``"joint"`` (assemble each path's point
+            from the per-vertex optima, then pick the path whose point has the
+            largest UCB of the whole function).
 
     Returns:
         A :class:`TreeCandidate`.
     """
     if not isinstance(acq_function, AddTreeUCB):
         raise TypeError("optimize_add_tree_ucb needs an AddTreeUCB acquisition.")
+    if path_selection not in ("sum", "joint"):
+        raise ValueError(
+            f"path_selection must be 'sum' or 'joint', got {path_selection!r}."
+        )
     _check_inputs(space, num_restarts, raw_samples)
     ref = _reference_tensor(acq_function)
     tree = space.tree
@@ -172,14 +185,30 @@ def optimize_add_tree_ucb(
     contributes = acq_function.model.covar_module.vertex_contributes.to(best_values)
     path_mask = tree.path_vertex_mask.to(best_values)
     path_values = path_mask @ (best_values * contributes)
-    path = int(path_values.argmax())
-    candidate = space.set_paths(x_best, torch.tensor([path], device=ref.device))
     offset = acq_function.offset().reshape(())
+    if path_selection == "sum":
+        path = int(path_values.argmax())
+    else:
+        # Score every path's assembled point by the UCB of the whole function,
+        # whose variance (unlike the per-vertex ones) vanishes at observed
+        # points and accounts for confounded components.
+        P = tree.num_paths
+        points = space.set_paths(
+            x_best.expand(P, -1), torch.arange(P, device=ref.device)
+        )
+        with torch.no_grad():
+            mean, var = acq_function.model.posterior_mean_variance(points.unsqueeze(-2))
+        sign = 1.0 if acq_function.maximize else -1.0
+        beta = acq_function.beta.to(mean).max()
+        joint = sign * mean.squeeze(-1) + beta.sqrt() * var.squeeze(-1).sqrt()
+        path = int(joint.argmax())
+    candidate = space.set_paths(x_best, torch.tensor([path], device=ref.device))
     return TreeCandidate(
         candidate=candidate.detach(),
         value=(path_values[path] + offset).detach(),
         path=path,
         path_values=(path_values + offset).detach(),
+        vertex_point=x_best.detach(),
     )
 
 
