@@ -15,6 +15,7 @@ Usage::
 Methods:
     random        uniform per choice, then uniform values
     treebo_ucb    AddTreeGP + Add-Tree-GP-UCB (Algorithm 2, per-vertex optima)
+    treebo_ucb_joint  the same, choosing the path by the whole-function UCB
     treebo_logei  AddTreeGP + LogEI over all paths in one batch
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
     flat_logei    BoTorch SingleTaskGP on the flattened space + LogEI,
@@ -106,9 +107,12 @@ def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
     design = initial_design(space, seed)
     values: list[float] = []
     proposal_seconds: list[float] = []
-    if method in ("treebo_ucb", "treebo_logei"):
-        acquisition = {"treebo_ucb": "add_tree_ucb", "treebo_logei": "log_ei"}[method]
-        opt = TreeOptimizer(space, seed=seed, acquisition=acquisition)
+    if method in ("treebo_ucb", "treebo_ucb_joint", "treebo_logei"):
+        acquisition = "log_ei" if method == "treebo_logei" else "add_tree_ucb"
+        selection = "joint" if method == "treebo_ucb_joint" else "sum"
+        opt = TreeOptimizer(
+            space, seed=seed, acquisition=acquisition, path_selection=selection
+        )
         for _ in range(budget):
             t0 = time.perf_counter()
             params = opt.ask()
