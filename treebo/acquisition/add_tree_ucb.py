@@ -101,8 +101,8 @@ class AddTreeUCB(AcquisitionFunction):
 
     def offset(self) -> Tensor:
         """The constant shared by every path (the GP's mean constant)."""
-        post = self.model.vertex_posterior(self.model.train_inputs[0][..., :1, :])
-        return post.offset if self.maximize else -post.offset
+        offset = self.model.vertex_offset()
+        return offset if self.maximize else -offset
 
     @t_batch_mode_transform(expected_q=1)
     def forward(self, X: Tensor) -> Tensor:

@@ -286,6 +286,15 @@ class AddTreeGP(SingleTaskGP):
         var = (kernel.forward(Z, Z, diag=True) - w.pow(2).sum(-2)).clamp_min(0.0)
         return self._untransform_moments(mean, var)
 
+    def vertex_offset(self) -> Tensor:
+        """The constant that completes the sum of vertex means (original scale)."""
+        offset = self._vertex_solve_cache()["constant"]
+        scale = self._outcome_scale()
+        if scale is not None:
+            std, loc = scale
+            offset = offset * std + loc
+        return offset
+
     def vertex_posterior(self, X: Tensor) -> VertexPosterior:
         r"""Posterior mean and variance of every vertex component, all at once.
 
@@ -315,11 +324,10 @@ class AddTreeGP(SingleTaskGP):
         reduction = w.pow(2).sum(-2).reshape(lead)
         prior = self.covar_module.vertex_prior_variance()
         var = (prior.unsqueeze(-2) - reduction).clamp_min(0.0)
-        offset = cache["constant"]
         scale = self._outcome_scale()
         if scale is not None:
-            std, loc = scale
+            std, _ = scale
             mean = mean * std[..., None, None]
             var = var * std.pow(2)[..., None, None]
-            offset = offset * std + loc
+        offset = self.vertex_offset()
         return VertexPosterior(mean=mean, variance=var, offset=offset)
