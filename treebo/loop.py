@@ -355,7 +355,7 @@ class TreeOptimizer:
             if self.warm_start and self._state is not None and attempt == 0:
                 try:
                     model.load_state_dict(self._state, strict=False)
-                except RuntimeError:
+                except RuntimeError:  # shapes changed: fit from the defaults
                     pass
             mll = ExactMarginalLogLikelihood(model.likelihood, model)
             try:
