@@ -42,6 +42,7 @@ from torch.quasirandom import SobolEngine
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
 from treebo.acquisition.fast_analytic import AddTreeLogEI
 from treebo.models.add_tree_gp import AddTreeGP
+from treebo.optim.local_refinement import linf_distance, local_refinement_candidate
 from treebo.optim.tree_optimize import optimize_acqf_tree, optimize_add_tree_ucb
 from treebo.space import TreeSpace
 
@@ -59,8 +60,9 @@ class Trial:
         value: The objective value, or ``None`` if the evaluation failed.
         status: ``"ok"`` or ``"failed"``.
         error: The error message of a failed evaluation.
-        kind: ``"initial"`` (initial design), ``"bo"``, ``"random"`` (the model
-            could not be fitted) or ``"user"`` (told without asking).
+        kind: ``"initial"`` (initial design), ``"bo"`` (global model),
+            ``"local"`` (local refinement of the incumbent), ``"random"`` (the
+            model could not be fitted) or ``"user"`` (told without asking).
         proposal_seconds: Time spent fitting and optimizing to propose it.
         eval_seconds: Time the objective took.
     """
@@ -131,6 +133,12 @@ class TreeOptimizer:
             (default ``"depth"``: vertices at one depth share lengthscales).
         path_selection: For ``"add_tree_ucb"``: ``"sum"`` (the paper) or
             ``"joint"`` (see :func:`~treebo.optim.optimize_add_tree_ucb`).
+        local_refinement: When the global proposal lies on the incumbent's
+            path within ``local_radius`` of it (the model wants to exploit),
+            propose from a model of the incumbent's neighbourhood instead (see
+            :func:`~treebo.optim.local_refinement_candidate`). This lets the
+            loop resolve the optimum far below the global model's noise floor.
+        local_radius: ``bounds``-normalized ``l_inf`` radius that triggers it.
         checkpoint: Optional path of a JSON file written after every
             evaluation; if it exists, the history in it is loaded.
         device: Device for the model and optimizers (default CPU).
@@ -151,6 +159,8 @@ class TreeOptimizer:
         warm_start: bool = True,
         share_lengthscales: str = "depth",
         path_selection: str = "sum",
+        local_refinement: bool = True,
+        local_radius: float = 0.05,
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float64,
@@ -179,6 +189,10 @@ class TreeOptimizer:
         self.warm_start = warm_start
         self.share_lengthscales = share_lengthscales
         self.path_selection = path_selection
+        if not local_radius > 0:
+            raise ValueError(f"local_radius must be > 0, got {local_radius}.")
+        self.local_refinement = local_refinement
+        self.local_radius = local_radius
         self.device = (
             torch.device(device) if device is not None else torch.device("cpu")
         )
@@ -227,8 +241,7 @@ class TreeOptimizer:
         else:
             t0 = time.perf_counter()
             try:
-                params = self._propose()
-                kind = "bo"
+                params, kind = self._propose()
             except ModelFittingError as err:
                 # Keep the run alive: a random proposal beats a crash.
                 warnings.warn(
@@ -374,7 +387,8 @@ class TreeOptimizer:
         self.last_model = model
         return model
 
-    def _propose(self) -> dict[str, Any]:
+    def _propose(self) -> tuple[dict[str, Any], str]:
+        """The next configuration and its kind (``"bo"`` or ``"local"``)."""
         model = self.fit_model()
         seed = self._seed_for(len(self.history))
         X, y = self.training_data()
@@ -401,7 +415,21 @@ class TreeOptimizer:
                 seed=seed,
                 around=around,
             )
-        return self.space.to_dict(cand.candidate[0].cpu())
+        candidate, kind = cand.candidate[0], "bo"
+        if self.local_refinement:
+            incumbent = X[int(y.squeeze(-1).argmax())]
+            if linf_distance(self.space, candidate, incumbent) <= self.local_radius:
+                local = local_refinement_candidate(
+                    self.space,
+                    X,
+                    y,
+                    radius=self.local_radius,
+                    noise_floor=self.noise_floor,
+                    seed=seed,
+                )
+                if local is not None:
+                    candidate, kind = local[0], "local"
+        return self.space.to_dict(candidate.cpu()), kind
 
     # -------------------------------------------------------- checkpoint
     def _save_checkpoint(self) -> None:

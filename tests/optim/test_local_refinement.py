@@ -1,0 +1,101 @@
+"""Local refinement of the incumbent: box, path, convergence, refusals."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from treebo import TreeOptimizer
+from treebo.optim.local_refinement import (
+    linf_distance,
+    local_refinement_candidate,
+    same_path_as,
+)
+from treebo.test_functions import Jenatton
+
+X4_OPT = 0.3
+
+
+def shifted_jenatton(X: torch.Tensor) -> torch.Tensor:
+    """P1(a) with the x4 optimum moved to 0.3 (so it is not a box centre or bound)."""
+    left = (X[..., 0] == 0) & (X[..., 2] == 0)
+    shift = (X[..., 5] - X4_OPT) ** 2 - X[..., 5] ** 2
+    return Jenatton("paper")(X) + torch.where(left, shift, torch.zeros_like(shift))
+
+
+def basin_data(n_far: int = 12, n_near: int = 8, spread: float = 1e-3, seed: int = 0):
+    """Points everywhere, plus a cluster near the optimum of the best path."""
+    space = Jenatton("paper").space
+    far = space.sample(n_far, seed=seed)
+    near = space.set_paths(
+        space.sample(n_near, seed=seed + 1), torch.zeros(n_near, dtype=torch.long)
+    )
+    gen = torch.Generator().manual_seed(seed)
+    near[:, 1] = spread * torch.rand(n_near, generator=gen, dtype=torch.float64)
+    near[:, 5] = X4_OPT + spread * (
+        2 * torch.rand(n_near, generator=gen, dtype=torch.float64) - 1
+    )
+    X = torch.cat([far, near])
+    return space, X, -shifted_jenatton(X).unsqueeze(-1)
+
+
+def test_candidate_stays_on_the_incumbent_path_inside_the_radius():
+    space, X, y = basin_data()
+    best = X[int(y.argmax())]
+    cand = local_refinement_candidate(space, X, y, radius=0.05, seed=0)
+    assert cand is not None and cand.shape == (1, space.dim)
+    assert bool(same_path_as(space, cand, best)[0])
+    assert linf_distance(space, cand[0], best) <= 0.05
+    # Inactive columns hold their canonical values.
+    assert torch.equal(space.canonicalize(cand), cand)
+
+
+def test_repeated_refinement_resolves_the_optimum_far_below_the_global_scale():
+    # Observed values span about 2, the basin's differences are 1e-6 and less:
+    # far below what a model standardized over all points can resolve.
+    space, X, y = basin_data()
+    start_regret = float(-y.max()) - 0.1
+    assert start_regret > 1e-7
+    for step in range(14):
+        cand = local_refinement_candidate(space, X, y, radius=0.05, seed=step)
+        assert cand is not None
+        X = torch.cat([X, cand])
+        y = torch.cat([y, -shifted_jenatton(cand).unsqueeze(-1)])
+    regret = float(-y.max()) - 0.1
+    assert regret < 1e-10
+    assert regret < 1e-3 * start_regret
+
+
+def test_no_candidate_without_enough_neighbours_or_continuous_columns():
+    space, X, y = basin_data(n_near=0)
+    # The incumbent's path has too few points within a tiny radius.
+    assert local_refinement_candidate(space, X, y, radius=1e-9) is None
+    # All points identical on the best path: no spread to build a box from.
+    same = X[int(y.argmax())].repeat(5, 1)
+    assert local_refinement_candidate(space, same, y[:5].fill_(1.0)) is None
+
+
+def test_bad_shapes_are_rejected():
+    space, X, y = basin_data()
+    with pytest.raises(ValueError, match="X must be n x d and y n x 1"):
+        local_refinement_candidate(space, X, y.squeeze(-1))
+
+
+def test_linf_distance_is_infinite_across_paths():
+    space = Jenatton("paper").space
+    X = space.set_paths(space.sample(2, seed=0), torch.tensor([0, 3]))
+    assert linf_distance(space, X[0], X[1]) == float("inf")
+    assert linf_distance(space, X[0], X[0]) == 0.0
+
+
+def test_loop_uses_local_steps_and_rejects_a_bad_radius():
+    problem = Jenatton("paper")
+    with pytest.raises(ValueError, match="local_radius"):
+        TreeOptimizer(problem.space, local_radius=0.0)
+    opt = TreeOptimizer(problem.space, seed=1, num_restarts=4, raw_samples=128)
+    for _ in range(30):
+        params = opt.ask()
+        opt.tell(params, problem.objective(params))
+    kinds = {t.kind for t in opt.history}
+    assert "local" in kinds
+    assert opt.best_trial.value - 0.1 < 1e-6
