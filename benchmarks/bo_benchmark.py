@@ -17,6 +17,8 @@ Methods:
     treebo_ucb    AddTreeGP + Add-Tree-GP-UCB (Algorithm 2, per-vertex optima)
     treebo_ucb_joint  the same, choosing the path by the whole-function UCB
     treebo_logei  AddTreeGP + LogEI over all paths in one batch
+    *_global      any treebo method above without local refinement of the
+                  incumbent (``TreeOptimizer(local_refinement=False)``)
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
     flat_logei    BoTorch SingleTaskGP on the flattened space + LogEI,
                   optimize_acqf_mixed
@@ -107,11 +109,16 @@ def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
     design = initial_design(space, seed)
     values: list[float] = []
     proposal_seconds: list[float] = []
-    if method in ("treebo_ucb", "treebo_ucb_joint", "treebo_logei"):
-        acquisition = "log_ei" if method == "treebo_logei" else "add_tree_ucb"
-        selection = "joint" if method == "treebo_ucb_joint" else "sum"
+    base = method.removesuffix("_global")
+    if base in ("treebo_ucb", "treebo_ucb_joint", "treebo_logei"):
+        acquisition = "log_ei" if base == "treebo_logei" else "add_tree_ucb"
+        selection = "joint" if base == "treebo_ucb_joint" else "sum"
         opt = TreeOptimizer(
-            space, seed=seed, acquisition=acquisition, path_selection=selection
+            space,
+            seed=seed,
+            acquisition=acquisition,
+            path_selection=selection,
+            local_refinement=not method.endswith("_global"),
         )
         for _ in range(budget):
             t0 = time.perf_counter()

@@ -131,6 +131,10 @@ class TreeOptimizer:
         warm_start: Start each fit from the previous hyper-parameters.
         share_lengthscales: Lengthscale sharing of the :class:`AddTreeKernel`
             (default ``"depth"``: vertices at one depth share lengthscales).
+        share_outputscales: Output-scale sharing of the :class:`AddTreeKernel`
+            (default ``"depth"``: an unexplored branch keeps the amplitude
+            learned on its siblings, so its posterior variance stays wide
+            enough for the acquisition to try it).
         path_selection: For ``"add_tree_ucb"``: ``"sum"`` (the paper) or
             ``"joint"`` (see :func:`~treebo.optim.optimize_add_tree_ucb`).
         local_refinement: When the global proposal lies on the incumbent's
@@ -158,6 +162,7 @@ class TreeOptimizer:
         raw_samples: int = 512,
         warm_start: bool = True,
         share_lengthscales: str = "depth",
+        share_outputscales: str = "depth",
         path_selection: str = "sum",
         local_refinement: bool = True,
         local_radius: float = 0.05,
@@ -188,6 +193,7 @@ class TreeOptimizer:
         self.raw_samples = raw_samples
         self.warm_start = warm_start
         self.share_lengthscales = share_lengthscales
+        self.share_outputscales = share_outputscales
         self.path_selection = path_selection
         if not local_radius > 0:
             raise ValueError(f"local_radius must be > 0, got {local_radius}.")
@@ -364,6 +370,7 @@ class TreeOptimizer:
                 bounds=bounds,
                 likelihood=likelihood,
                 share_lengthscales=self.share_lengthscales,
+                share_outputscales=self.share_outputscales,
             ).to(X)
             if self.warm_start and self._state is not None and attempt == 0:
                 try:

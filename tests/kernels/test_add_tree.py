@@ -9,6 +9,7 @@ from botorch.models.hierarchical import HierarchicalConditionalKernel
 from tests.conftest import random_points, random_tree
 from treebo.kernels import AddTreeKernel, stationary_correlation
 from treebo.structure import TreeStructure
+from treebo.test_functions import Jenatton
 
 
 def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
@@ -168,6 +169,30 @@ def test_shared_lengthscales_tie_vertices_by_depth():
         assert ls[depth == dep].unique().numel() == 1
     with pytest.raises(ValueError, match="share_lengthscales"):
         AddTreeKernel(9, deps, share_lengthscales="sibling")
+
+
+def test_shared_outputscales_equal_a_kernel_with_tied_scales():
+    deps = {0: {0: [1, 2], 1: [3, 4]}, 2: {0: [5], 1: [6]}, 4: {0: [7], 1: [8]}}
+    shared = AddTreeKernel(9, deps, share_outputscales="depth")
+    tree = shared.tree
+    depth = torch.tensor([v.depth for v in tree.vertices])
+    num_depths = depth.unique().numel()
+    assert shared.raw_outputscale.shape[-1] == num_depths
+    # The prior is on the group scales: one term per depth, not per vertex.
+    closure = next(c for n, _, _, c, _ in shared.named_priors() if "outputscale" in n)
+    assert closure(shared).shape[-1] == num_depths
+    group_scales = torch.arange(1.0, num_depths + 1.0, dtype=torch.float64)
+    shared.outputscale = group_scales[depth]
+    torch.testing.assert_close(shared.outputscale, group_scales[depth])
+    # Same Gram matrix as an unshared kernel given the tied per-vertex scales.
+    free = AddTreeKernel(9, deps)
+    free.outputscale = group_scales[depth]
+    X = Jenatton("paper").space.sample(12, seed=3)
+    torch.testing.assert_close(
+        shared(X).to_dense().detach(), free(X).to_dense().detach()
+    )
+    with pytest.raises(ValueError, match="share_outputscales"):
+        AddTreeKernel(9, deps, share_outputscales="sibling")
 
 
 def test_vertex_covariance_is_the_per_vertex_term():

@@ -39,13 +39,14 @@ def basin_data(n_far: int = 12, n_near: int = 8, spread: float = 1e-3, seed: int
     return space, X, -shifted_jenatton(X).unsqueeze(-1)
 
 
-def test_candidate_stays_on_the_incumbent_path_inside_the_radius():
+@pytest.mark.parametrize("radius", [0.05, 1e-4])
+def test_candidate_stays_on_the_incumbent_path_inside_the_radius(radius):
     space, X, y = basin_data()
     best = X[int(y.argmax())]
-    cand = local_refinement_candidate(space, X, y, radius=0.05, seed=0)
+    cand = local_refinement_candidate(space, X, y, radius=radius, seed=0)
     assert cand is not None and cand.shape == (1, space.dim)
     assert bool(same_path_as(space, cand, best)[0])
-    assert linf_distance(space, cand[0], best) <= 0.05
+    assert linf_distance(space, cand[0], best) <= radius * (1 + 1e-12)
     # Inactive columns hold their canonical values.
     assert torch.equal(space.canonicalize(cand), cand)
 
@@ -66,13 +67,16 @@ def test_repeated_refinement_resolves_the_optimum_far_below_the_global_scale():
     assert regret < 1e-3 * start_regret
 
 
-def test_no_candidate_without_enough_neighbours_or_continuous_columns():
-    space, X, y = basin_data(n_near=0)
-    # The incumbent's path has too few points within a tiny radius.
-    assert local_refinement_candidate(space, X, y, radius=1e-9) is None
+def test_no_candidate_without_enough_points_on_the_path():
+    space, X, y = basin_data(n_far=0, n_near=3)
+    # Three points on the incumbent's path, |A| = 2 columns: fewer than |A| + 2.
+    assert local_refinement_candidate(space, X, y) is None
+    X4, y4 = basin_data(n_far=0, n_near=4)[1:]
+    assert local_refinement_candidate(space, X4, y4) is not None
     # All points identical on the best path: no spread to build a box from.
-    same = X[int(y.argmax())].repeat(5, 1)
-    assert local_refinement_candidate(space, same, y[:5].fill_(1.0)) is None
+    same = X4[int(y4.argmax())].repeat(5, 1)
+    ones = torch.ones(5, 1, dtype=torch.float64)
+    assert local_refinement_candidate(space, same, ones) is None
 
 
 def test_bad_shapes_are_rejected():

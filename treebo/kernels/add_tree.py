@@ -79,6 +79,31 @@ def _lead(t: Tensor, rank: int) -> Tensor:
     return t.reshape((1,) * (rank - t.dim()) + tuple(t.shape))
 
 
+SHARING = ("none", "depth", "all")
+
+
+def _sharing_groups(tree: TreeStructure, share: str, name: str) -> Tensor:
+    """``V`` group index per vertex for a sharing mode (groups numbered from 0)."""
+    if share == "none":
+        group = torch.arange(tree.num_vertices)
+    elif share == "depth":
+        group = torch.tensor([v.depth for v in tree.vertices])
+    elif share == "all":
+        group = torch.zeros(tree.num_vertices, dtype=torch.long)
+    else:
+        raise ValueError(f"{name} must be one of {SHARING}, got {share!r}.")
+    return torch.unique(group, return_inverse=True)[1]
+
+
+def _first_of_groups(group: Tensor) -> Tensor:
+    """``G``: the first vertex of each group."""
+    V = group.numel()
+    first = torch.full((int(group.max()) + 1,), V, device=group.device)
+    return first.scatter_reduce(
+        0, group, torch.arange(V, device=group.device), reduce="amin"
+    )
+
+
 class AddTreeKernel(Kernel):
     r"""Add-Tree kernel: sum of per-vertex kernels over the vertices two points share.
 
@@ -99,11 +124,17 @@ class AddTreeKernel(Kernel):
             ``"depth"`` (vertices at the same depth share them, so a branch with
             little data borrows the smoothness learned on its siblings) or
             ``"all"``.
+        share_outputscales: ``"none"`` (every vertex its own output scale),
+            ``"depth"`` (vertices at the same depth share it, so an unexplored
+            branch keeps the amplitude learned on its explored siblings instead
+            of the prior's, which keeps its posterior variance honest) or
+            ``"all"``.
         lengthscale_prior: Prior on the ``G x D_max`` group lengthscales
             (``G = V`` without sharing). Default: the dimension-scaled LogNormal
             of Hvarfner et al. (2024) with the vertex's own dimension,
             ``LogNormal(sqrt(2) + log(d_v) / 2, sqrt(3))``. ``False`` for none.
-        outputscale_prior: Prior on the ``V`` output scales. Default:
+        outputscale_prior: Prior on the group output scales (``V`` of them
+            without sharing). Default:
             ``LogNormal(log(1 / h), 1)`` with ``h`` the largest number of
             contributing vertices on a path, so that the prior variance along a
             path is about 1 (standardized outcomes) and no vertex's scale
@@ -127,6 +158,7 @@ class AddTreeKernel(Kernel):
         base_kernel: str = "rbf",
         vertex_bias: bool = False,
         share_lengthscales: str = "none",
+        share_outputscales: str = "none",
         lengthscale_prior: Prior | None | bool = None,
         outputscale_prior: Prior | None | bool = None,
         lengthscale_constraint: Interval | None = None,
@@ -159,22 +191,15 @@ class AddTreeKernel(Kernel):
         self.register_buffer("vertex_contributes", contributes)
         self.register_buffer("slot_weights", tree.slot_weights(contributes))
 
-        # Lengthscale groups: vertices in one group share their lengthscales.
-        if share_lengthscales == "none":
-            group = torch.arange(V)
-        elif share_lengthscales == "depth":
-            group = torch.tensor([v.depth for v in tree.vertices])
-        elif share_lengthscales == "all":
-            group = torch.zeros(V, dtype=torch.long)
-        else:
-            raise ValueError(
-                "share_lengthscales must be 'none', 'depth' or 'all', got "
-                f"{share_lengthscales!r}."
-            )
-        _, group = torch.unique(group, return_inverse=True)
-        G = int(group.max()) + 1
+        # Sharing groups: vertices in one group share their lengthscales (or
+        # output scales).
+        group = _sharing_groups(tree, share_lengthscales, "share_lengthscales")
+        os_group = _sharing_groups(tree, share_outputscales, "share_outputscales")
+        G, G_os = int(group.max()) + 1, int(os_group.max()) + 1
         self.share_lengthscales = share_lengthscales
+        self.share_outputscales = share_outputscales
         self.register_buffer("lengthscale_group", group)
+        self.register_buffer("outputscale_group", os_group)
         group_dims = torch.zeros(G, dtype=torch.long).scatter_reduce(
             0, group, tree.vertex_dims, reduce="amax"
         )
@@ -184,7 +209,7 @@ class AddTreeKernel(Kernel):
             torch.nn.Parameter(torch.zeros(*batch_shape, G, d_max)),
         )
         self.register_parameter(
-            "raw_outputscale", torch.nn.Parameter(torch.zeros(*batch_shape, V))
+            "raw_outputscale", torch.nn.Parameter(torch.zeros(*batch_shape, G_os))
         )
         if lengthscale_constraint is None:
             lengthscale_constraint = Interval(2.5e-3, 1e3, initial_value=1.0)
@@ -241,11 +266,11 @@ class AddTreeKernel(Kernel):
 
     @staticmethod
     def _outputscale_param(m: AddTreeKernel) -> Tensor:
-        return m.outputscale
+        return m.group_outputscale
 
     @staticmethod
     def _outputscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_outputscale(v)
+        m._set_group_outputscale(v)
 
     @property
     def group_lengthscale(self) -> Tensor:
@@ -273,25 +298,32 @@ class AddTreeKernel(Kernel):
         """
         value = torch.as_tensor(value).to(self.raw_lengthscale)
         if value.dim() >= 2 and value.shape[-2] == self.lengthscale_group.numel():
-            group = self.lengthscale_group.to(value.device)
-            V = group.numel()
-            first = torch.full((int(group.max()) + 1,), V, device=value.device)
-            first = first.scatter_reduce(
-                0, group, torch.arange(V, device=value.device), reduce="amin"
-            )
+            first = _first_of_groups(self.lengthscale_group.to(value.device))
             value = value[..., first, :]
         self._set_group_lengthscale(value)
 
     @property
+    def group_outputscale(self) -> Tensor:
+        """``batch_shape x G_os`` output scales of the sharing groups."""
+        return self.raw_outputscale_constraint.transform(self.raw_outputscale)
+
+    @property
     def outputscale(self) -> Tensor:
         """``batch_shape x V`` per-vertex output scales."""
-        return self.raw_outputscale_constraint.transform(self.raw_outputscale)
+        return self.group_outputscale[..., self.outputscale_group]
 
     @outputscale.setter
     def outputscale(self, value: Tensor | float) -> None:
-        self._set_outputscale(value)
+        """Set per-vertex output scales (``V``, or a scalar).
 
-    def _set_outputscale(self, value: Tensor | float) -> None:
+        With shared output scales, each group takes the value of its first vertex.
+        """
+        value = torch.as_tensor(value).to(self.raw_outputscale)
+        if value.dim() >= 1 and value.shape[-1] == self.outputscale_group.numel():
+            value = value[..., _first_of_groups(self.outputscale_group)]
+        self._set_group_outputscale(value)
+
+    def _set_group_outputscale(self, value: Tensor | float) -> None:
         value = torch.as_tensor(value).to(self.raw_outputscale)
         self.initialize(
             raw_outputscale=self.raw_outputscale_constraint.inverse_transform(

@@ -98,6 +98,7 @@ class AddTreeGP(SingleTaskGP):
         base_kernel: ``"matern52"`` or ``"rbf"``.
         vertex_bias: See :class:`AddTreeKernel`.
         share_lengthscales: See :class:`AddTreeKernel`.
+        share_outputscales: See :class:`AddTreeKernel`.
         bounds: Optional ``2 x d`` bounds of the inputs used by the default
             normalization.
         input_transform: Input transform; ``DEFAULT`` normalizes continuous
@@ -117,6 +118,7 @@ class AddTreeGP(SingleTaskGP):
         base_kernel: str = "rbf",
         vertex_bias: bool = False,
         share_lengthscales: str = "none",
+        share_outputscales: str = "none",
         bounds: Tensor | None = None,
         input_transform: InputTransform | _DefaultType | None = DEFAULT,
         outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
@@ -157,6 +159,7 @@ class AddTreeGP(SingleTaskGP):
                 base_kernel=base_kernel,
                 vertex_bias=vertex_bias,
                 share_lengthscales=share_lengthscales,
+                share_outputscales=share_outputscales,
                 batch_shape=batch_shape,
             )
         elif not isinstance(covar_module, AddTreeKernel) or covar_module.dim != d:
@@ -183,6 +186,7 @@ class AddTreeGP(SingleTaskGP):
         base_kernel: str = "rbf",
         vertex_bias: bool = False,
         share_lengthscales: str = "none",
+        share_outputscales: str = "none",
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Model keyword arguments from a dataset (used by Ax's ``BoTorchGenerator``).
@@ -193,12 +197,14 @@ class AddTreeGP(SingleTaskGP):
             base_kernel: ``"matern52"`` or ``"rbf"``.
             vertex_bias: See :class:`AddTreeKernel`.
             share_lengthscales: See :class:`AddTreeKernel`.
+            share_outputscales: See :class:`AddTreeKernel`.
         """
         inputs = super().construct_inputs(training_data=training_data, **kwargs)
         inputs["hierarchical_dependencies"] = hierarchical_dependencies
         inputs["base_kernel"] = base_kernel
         inputs["vertex_bias"] = vertex_bias
         inputs["share_lengthscales"] = share_lengthscales
+        inputs["share_outputscales"] = share_outputscales
         return inputs
 
     @property

@@ -1,6 +1,7 @@
 """Optimizers for acquisition functions on tree-structured spaces."""
 
 from treebo.optim.lbfgsb import maximize_batched
+from treebo.optim.local_refinement import local_refinement_candidate
 from treebo.optim.tree_optimize import (
     TreeCandidate,
     optimize_acqf_tree,
@@ -9,6 +10,7 @@ from treebo.optim.tree_optimize import (
 
 __all__ = [
     "TreeCandidate",
+    "local_refinement_candidate",
     "maximize_batched",
     "optimize_acqf_tree",
     "optimize_add_tree_ucb",

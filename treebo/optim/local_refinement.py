@@ -11,15 +11,17 @@ fixed distance from the optimum. Trust-region methods (TuRBO, Eriksson et al.
 :math:`x^*` the best observation and :math:`A` the continuous columns active on
 its path, it takes the :math:`k` observations on the same path nearest to
 :math:`x^*` (in the :math:`\ell_\infty` distance on ``bounds``-normalized
-columns :math:`A`, and no further than a radius :math:`\rho`), builds the box
+columns :math:`A`), builds the box
 
 .. math::
 
     B = \prod_{c \in A} [x^*_c - h_c,\; x^*_c + h_c] \cap [l_c, u_c], \qquad
-    h_c = \max_{i \le k} |x_{i,c} - x^*_c|,
+    h_c = (u_c - l_c) \min\Big(\rho,\; \max_{i \le k}
+          \frac{|x_{i,c} - x^*_c|}{u_c - l_c}\Big),
 
-fits a ``SingleTaskGP`` to the same-path observations in :math:`B` with inputs
-scaled to :math:`B` and outcomes standardized over those points only, and
+fits a ``SingleTaskGP`` to those :math:`k` points and every other same-path
+observation in :math:`B`, with inputs scaled to :math:`B` and outcomes
+standardized over those points only, and
 returns the maximizer of its ``LogExpectedImprovement`` in :math:`B`. As new
 points gather around the optimum the box shrinks with them, so the resolution
 follows the incumbent down to machine precision.
@@ -72,9 +74,10 @@ def local_refinement_candidate(
         space: The search space (its ``bounds`` normalize the distances).
         X: ``n x d`` encoded observations.
         y: ``n x 1`` targets (larger is better).
-        radius: Only observations within this ``bounds``-normalized
-            :math:`\ell_\infty` distance of the incumbent are modelled, so the
-            box never reaches further.
+        radius: Largest half-width of the box, as a fraction of each
+            column's range, so the candidate is never further from the
+            incumbent (in the ``bounds``-normalized :math:`\ell_\infty`
+            distance).
         num_neighbors: :math:`k`, the number of same-path observations modelled
             (default ``max(6, 3 |A| + 2)``).
         noise_floor: Lower bound on the local model's noise variance
@@ -85,9 +88,8 @@ def local_refinement_candidate(
 
     Returns:
         A ``1 x d`` candidate on the incumbent's path, or ``None`` when the path
-        has no active continuous column, fewer than ``|A| + 2`` observations
-        within ``radius``, no spread around the incumbent, or the local model
-        cannot be fitted.
+        has no active continuous column, fewer than ``|A| + 2`` observations,
+        no spread around the incumbent, or the local model cannot be fitted.
     """
     if X.dim() != 2 or y.shape != (X.shape[0], 1):
         raise ValueError(
@@ -106,11 +108,11 @@ def local_refinement_candidate(
     width = bounds[1] - bounds[0]
     Z = (X[on_path][:, cols] - x_best[cols]) / width  # on-path offsets, normalized
     dist = Z.abs().amax(-1)
-    near = dist.argsort()[: min(k, on_path.numel())]
-    near = near[dist[near] <= radius]
-    if near.numel() < len(cols) + 2:
+    if on_path.numel() < len(cols) + 2:
         return None
-    half = Z[near].abs().amax(0)  # per-column half-widths of the box (normalized)
+    near = dist.argsort()[: min(k, on_path.numel())]
+    # Box: the spread of the k nearest, capped at the radius.
+    half = Z[near].abs().amax(0).clamp_max(radius)
     if not bool((half > 0).any()):
         return None
     # Columns without spread get the smallest spread of the others.
@@ -118,12 +120,13 @@ def local_refinement_candidate(
     lo = torch.maximum(x_best[cols] - half, bounds[0])
     hi = torch.minimum(x_best[cols] + half, bounds[1])
     span = (hi - lo).clamp_min(torch.finfo(X.dtype).tiny)
-    # Model every same-path observation in the box (not only the k nearest),
-    # so that no evaluated point in it is unknown to the local model.
+    # Model the k nearest and every other same-path observation in the box, so
+    # that no evaluated point in it is unknown to the local model.
     Xp = X[on_path][:, cols]
     inside = ((Xp >= lo) & (Xp <= hi)).all(-1)
+    inside[near] = True
     rows = on_path[inside]
-    train_X = ((X[rows][:, cols] - lo) / span).clamp(0.0, 1.0)
+    train_X = (X[rows][:, cols] - lo) / span
     train_Y = y[rows]
     if float(train_Y.max() - train_Y.min()) == 0.0:
         return None
