@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/summarize.py benchmarks/out/bo.jsonl [more.jsonl ...] \\
-        --png benchmarks/regret_curves.png
+        --png benchmarks/regret_curves.png [--suffix benchmarks/out/bo.jsonl=_v1]
 
 Regret is ``best value so far - f*``; an exactly reached optimum has regret 0,
 whose log10 is ``-inf`` (shown as such; medians and quartiles keep it).
@@ -36,12 +36,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+")
     parser.add_argument("--png", default=None)
+    parser.add_argument(
+        "--suffix",
+        action="append",
+        default=[],
+        metavar="FILE=SUFFIX",
+        help="append SUFFIX to the treebo_* method names read from FILE "
+        "(to show runs of an earlier treebo version side by side)",
+    )
     args = parser.parse_args()
+    suffixes = dict(item.split("=", 1) for item in args.suffix)
     runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for path in args.files:
         with open(path) as fh:
             for line in fh:
                 r = json.loads(line)
+                if r["method"].startswith("treebo") and path in suffixes:
+                    r["method"] += suffixes[path]
                 runs[(r["problem"], r["method"])].append(r)
     problems = sorted({p for p, _ in runs})
     for problem in problems:

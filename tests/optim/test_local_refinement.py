@@ -79,10 +79,12 @@ def test_no_candidate_without_enough_points_on_the_path():
     assert local_refinement_candidate(space, same, ones) is None
 
 
-def test_bad_shapes_are_rejected():
+def test_bad_inputs_are_rejected():
     space, X, y = basin_data()
     with pytest.raises(ValueError, match="X must be n x d and y n x 1"):
         local_refinement_candidate(space, X, y.squeeze(-1))
+    with pytest.raises(ValueError, match="radius must be > 0"):
+        local_refinement_candidate(space, X, y, radius=0.0)
 
 
 def test_linf_distance_is_infinite_across_paths():

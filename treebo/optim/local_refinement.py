@@ -96,6 +96,8 @@ def local_refinement_candidate(
             "X must be n x d and y n x 1, got shapes "
             f"{tuple(X.shape)} and {tuple(y.shape)}."
         )
+    if not radius > 0:
+        raise ValueError(f"radius must be > 0, got {radius}.")
     best = int(y.squeeze(-1).argmax())
     x_best = X[best]
     active = space.column_activity(x_best.unsqueeze(0))[0]
@@ -104,12 +106,12 @@ def local_refinement_candidate(
         return None
     k = num_neighbors if num_neighbors is not None else max(6, 3 * len(cols) + 2)
     on_path = same_path_as(space, X, x_best).nonzero().squeeze(-1)
+    if on_path.numel() < len(cols) + 2:
+        return None
     bounds = space.bounds.to(X)[:, cols]
     width = bounds[1] - bounds[0]
     Z = (X[on_path][:, cols] - x_best[cols]) / width  # on-path offsets, normalized
     dist = Z.abs().amax(-1)
-    if on_path.numel() < len(cols) + 2:
-        return None
     near = dist.argsort()[: min(k, on_path.numel())]
     # Box: the spread of the k nearest, capped at the radius.
     half = Z[near].abs().amax(0).clamp_max(radius)
@@ -147,13 +149,20 @@ def local_refinement_candidate(
     acqf = LogExpectedImprovement(model, best_f=train_Y.max())
     unit = torch.stack([torch.zeros(len(cols)), torch.ones(len(cols))]).to(X)
     fork = torch.random.fork_rng() if seed is not None else nullcontext()
-    with fork, warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        if seed is not None:
-            torch.manual_seed(seed)
-        u, _ = optimize_acqf(
-            acqf, bounds=unit, q=1, num_restarts=num_restarts, raw_samples=raw_samples
-        )
+    try:
+        with fork, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if seed is not None:
+                torch.manual_seed(seed)
+            u, _ = optimize_acqf(
+                acqf,
+                bounds=unit,
+                q=1,
+                num_restarts=num_restarts,
+                raw_samples=raw_samples,
+            )
+    except RuntimeError:  # a numerical failure: let the global proposal stand
+        return None
     candidate = x_best.clone().unsqueeze(0)
     candidate[0, cols] = lo + u[0].detach() * span
     if not bool(torch.isfinite(candidate).all()):
