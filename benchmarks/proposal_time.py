@@ -4,7 +4,9 @@ For each method, the same ``n`` observed points of P1(a) (a fixed random design)
 are given, and one proposal is timed ``--repeats`` times; the median is printed
 with the ratio to BoTorch's HierarchicalConditionalKernelGP. treebo is timed
 twice: from scratch ("cold", as the peers always are) and warm-started from the
-previous fit, which is what its loop does after the first proposal.
+previous fit, which is what its loop does after the first proposal. The local
+refinement step (run in addition when the global proposal lies next to the
+incumbent) is timed on its own.
 
 Usage::
 
@@ -22,6 +24,7 @@ import torch
 
 from benchmarks.bo_benchmark import botorch_proposal
 from treebo import TreeOptimizer
+from treebo.optim import local_refinement_candidate
 from treebo.test_functions import Jenatton
 
 
@@ -49,6 +52,15 @@ def main() -> None:
                 times.setdefault(f"treebo {acquisition} ({mode})", []).append(
                     time.perf_counter() - t0
                 )
+    # The loop's local refinement step, which runs after the global proposal
+    # when that proposal lies next to the incumbent.
+    X_loop, y_loop = opt.training_data()
+    for r in range(args.repeats):
+        t0 = time.perf_counter()
+        local_refinement_candidate(space, X_loop, y_loop, seed=r)
+        times.setdefault("treebo local refinement step", []).append(
+            time.perf_counter() - t0
+        )
     for kind in ("hck_logei", "flat_logei"):
         for r in range(args.repeats):
             t0 = time.perf_counter()

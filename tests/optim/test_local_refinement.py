@@ -98,6 +98,8 @@ def test_loop_uses_local_steps_and_rejects_a_bad_radius():
     problem = Jenatton("paper")
     with pytest.raises(ValueError, match="local_radius"):
         TreeOptimizer(problem.space, local_radius=0.0)
+    with pytest.raises(ValueError, match="share_outputscales"):
+        TreeOptimizer(problem.space, share_outputscales="siblings")
     opt = TreeOptimizer(problem.space, seed=1, num_restarts=4, raw_samples=128)
     for _ in range(30):
         params = opt.ask()
