@@ -41,7 +41,7 @@ from torch.quasirandom import SobolEngine
 
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
 from treebo.acquisition.fast_analytic import AddTreeLogEI
-from treebo.kernels.add_tree import SHARING
+from treebo.kernels.add_tree import validate_sharing
 from treebo.models.add_tree_gp import AddTreeGP
 from treebo.optim.local_refinement import linf_distance, local_refinement_candidate
 from treebo.optim.tree_optimize import optimize_acqf_tree, optimize_add_tree_ucb
@@ -196,12 +196,8 @@ class TreeOptimizer:
         self.share_lengthscales = share_lengthscales
         self.share_outputscales = share_outputscales
         self.path_selection = path_selection
-        for name, value in (
-            ("share_lengthscales", share_lengthscales),
-            ("share_outputscales", share_outputscales),
-        ):
-            if value not in SHARING:
-                raise ValueError(f"{name} must be one of {SHARING}, got {value!r}.")
+        validate_sharing(share_lengthscales, "share_lengthscales")
+        validate_sharing(share_outputscales, "share_outputscales")
         if not local_radius > 0:
             raise ValueError(f"local_radius must be > 0, got {local_radius}.")
         self.local_refinement = local_refinement

@@ -82,16 +82,21 @@ def _lead(t: Tensor, rank: int) -> Tensor:
 SHARING = ("none", "depth", "all")
 
 
+def validate_sharing(share: str, name: str) -> None:
+    """Raise a ``ValueError`` naming ``name`` unless ``share`` is in ``SHARING``."""
+    if share not in SHARING:
+        raise ValueError(f"{name} must be one of {SHARING}, got {share!r}.")
+
+
 def _sharing_groups(tree: TreeStructure, share: str, name: str) -> Tensor:
     """``V`` group index per vertex for a sharing mode (groups numbered from 0)."""
+    validate_sharing(share, name)
     if share == "none":
         group = torch.arange(tree.num_vertices)
     elif share == "depth":
         group = torch.tensor([v.depth for v in tree.vertices])
-    elif share == "all":
-        group = torch.zeros(tree.num_vertices, dtype=torch.long)
     else:
-        raise ValueError(f"{name} must be one of {SHARING}, got {share!r}.")
+        group = torch.zeros(tree.num_vertices, dtype=torch.long)
     return torch.unique(group, return_inverse=True)[1]
 
 
