@@ -19,6 +19,10 @@ Methods:
     treebo_logei  AddTreeGP + LogEI over all paths in one batch
     *_global      any treebo method above without local refinement of the
                   incumbent (``TreeOptimizer(local_refinement=False)``)
+    *_loo         ... with hyper-parameters fitted by leave-one-out likelihood
+                  (``fit_criterion="loo"``)
+    *_shared      ... with lengthscales and output scales shared by all vertices
+                  (suffixes combine: ``treebo_logei_loo_shared``)
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
     flat_logei    BoTorch SingleTaskGP on the flattened space + LogEI,
                   optimize_acqf_mixed
@@ -103,23 +107,47 @@ def botorch_proposal(
     return space.canonicalize(cand.detach())
 
 
+TREEBO_METHODS = {
+    "treebo_ucb": {"acquisition": "add_tree_ucb"},
+    "treebo_ucb_joint": {"acquisition": "add_tree_ucb", "path_selection": "joint"},
+    "treebo_logei": {"acquisition": "log_ei"},
+}
+TREEBO_MODIFIERS = {
+    "global": {"local_refinement": False},
+    "loo": {"fit_criterion": "loo"},
+    "shared": {"share_lengthscales": "all", "share_outputscales": "all"},
+}
+
+
+def treebo_options(method: str) -> dict | None:
+    """``TreeOptimizer`` keyword arguments of a treebo method (None for a peer).
+
+    A method is a base name from ``TREEBO_METHODS`` followed by any of the
+    ``TREEBO_MODIFIERS`` suffixes, e.g. ``treebo_logei_loo_shared``.
+    """
+    for base in sorted(TREEBO_METHODS, key=len, reverse=True):
+        if method == base or method.startswith(base + "_"):
+            options = dict(TREEBO_METHODS[base])
+            rest = method[len(base) :].split("_")[1:]
+            if rest and rest[0] == "joint":  # "treebo_ucb_joint" vs modifiers
+                continue
+            for name in rest:
+                if name not in TREEBO_MODIFIERS:
+                    raise ValueError(f"unknown modifier {name!r} in method {method!r}")
+                options.update(TREEBO_MODIFIERS[name])
+            return options
+    return None
+
+
 def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
     problem = PROBLEMS[problem_name]()
     space = problem.space
     design = initial_design(space, seed)
     values: list[float] = []
     proposal_seconds: list[float] = []
-    base = method.removesuffix("_global")
-    if base in ("treebo_ucb", "treebo_ucb_joint", "treebo_logei"):
-        acquisition = "log_ei" if base == "treebo_logei" else "add_tree_ucb"
-        selection = "joint" if base == "treebo_ucb_joint" else "sum"
-        opt = TreeOptimizer(
-            space,
-            seed=seed,
-            acquisition=acquisition,
-            path_selection=selection,
-            local_refinement=not method.endswith("_global"),
-        )
+    options = treebo_options(method)
+    if options is not None:
+        opt = TreeOptimizer(space, seed=seed, **options)
         for _ in range(budget):
             t0 = time.perf_counter()
             params = opt.ask()

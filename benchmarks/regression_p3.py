@@ -4,11 +4,16 @@ Training points come from P1(a) with Bernoulli(0.5) choices and uniform values;
 the test MSE is measured on 50 fresh points, for several training sizes and
 seeds. Models: AddTreeGP, BoTorch's HierarchicalConditionalKernelGP, a
 SingleTaskGP on the flattened space, and independent per-leaf GPs (one
-SingleTaskGP per path on that path's active continuous columns).
+SingleTaskGP per path on that path's active continuous columns). Each can be
+fitted by marginal likelihood (the default) or, with the suffix ``_loo``, by
+leave-one-out likelihood with a 1e-6 noise floor; ``add_tree_shared`` shares one
+lengthscale and one output scale across all vertices (paper 000's single
+``k_c``).
 
 Usage::
 
-    python benchmarks/regression_p3.py --sizes 8,12,16,20,24,32,44 --seeds 0-9
+    python benchmarks/regression_p3.py --sizes 8,12,16,20,24,32,44 --seeds 0-9 \
+        --methods add_tree,add_tree_shared_loo,hck,hck_loo,flat,flat_loo,independent
 """
 
 from __future__ import annotations
@@ -21,22 +26,18 @@ import warnings
 from pathlib import Path
 
 import torch
-from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.hierarchical import HierarchicalConditionalKernelGP
 from botorch.models.transforms.input import Normalize
-from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from treebo.models import AddTreeGP
+from treebo.models import AddTreeGP, fit_model, noise_floor_likelihood
 from treebo.test_functions import Jenatton
 
 
-def fit(model):
+def fit(model, criterion: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-    model.eval()
-    return model
+        return fit_model(model, criterion)
 
 
 def predict(model, X):
@@ -45,43 +46,58 @@ def predict(model, X):
 
 
 def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
+    """Test MSE of ``method``: a base model plus optional suffixes.
+
+    ``_shared``: one lengthscale and one output scale for all vertices (AddTreeGP
+    only). ``_loo``: hyper-parameters by leave-one-out likelihood and a noise
+    floor of 1e-6 (the data are noise-free) instead of the marginal likelihood
+    and BoTorch's default likelihood.
+    """
     space = problem.space
     deps = space.to_hierarchical_dependencies()
-    if method == "add_tree":
-        pred = predict(fit(AddTreeGP(X, Y, deps, bounds=space.bounds)), Xt)
-    elif method == "hck":
-        pred = predict(
-            fit(
-                HierarchicalConditionalKernelGP(
-                    X,
-                    Y,
-                    deps,
-                    input_transform=Normalize(space.dim, bounds=space.bounds),
-                )
-            ),
-            Xt,
+    base, *suffixes = method.split("_")
+    unknown = set(suffixes) - {"shared", "loo", "tree"}
+    if unknown:
+        raise ValueError(f"unknown suffix in method {method!r}: {unknown}")
+    criterion = "loo" if "loo" in suffixes else "mll"
+
+    def options() -> dict:
+        return {"likelihood": noise_floor_likelihood(1e-6)} if "loo" in suffixes else {}
+
+    if base == "add":  # add_tree[_shared][_loo]
+        share = "all" if "shared" in suffixes else "none"
+        model = AddTreeGP(
+            X,
+            Y,
+            deps,
+            bounds=space.bounds,
+            share_lengthscales=share,
+            share_outputscales=share,
+            **options(),
         )
-    elif method == "flat":
-        pred = predict(
-            fit(
-                SingleTaskGP(
-                    X, Y, input_transform=Normalize(space.dim, bounds=space.bounds)
-                )
-            ),
-            Xt,
+        pred = predict(fit(model, criterion), Xt)
+    elif base == "hck":
+        model = HierarchicalConditionalKernelGP(
+            X, Y, deps, input_transform=Normalize(space.dim, bounds=space.bounds)
         )
-    elif method == "independent":
+        if "loo" in suffixes:
+            model.likelihood = noise_floor_likelihood(1e-6).to(X)
+        pred = predict(fit(model, criterion), Xt)
+    elif base == "flat":
+        model = SingleTaskGP(
+            X,
+            Y,
+            input_transform=Normalize(space.dim, bounds=space.bounds),
+            **options(),
+        )
+        pred = predict(fit(model, criterion), Xt)
+    elif base == "independent":
         tree = space.tree
         mask = tree.path_vertex_mask.double()
 
         def path_of(Z):
-            return (
-                (  # noqa: E731
-                    (tree.vertex_activity(Z).double() @ mask.T) == mask.sum(-1)
-                )
-                .double()
-                .argmax(-1)
-            )
+            active = tree.vertex_activity(Z).double() @ mask.T
+            return (active == mask.sum(-1)).double().argmax(-1)
 
         p_train, p_test = path_of(X), path_of(Xt)
         pred = torch.full((Xt.shape[0],), float(Y.mean()), dtype=torch.float64)
@@ -96,14 +112,13 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
                 pred[te] = Y[tr].squeeze()
                 continue
             b = space.bounds[:, cols]
-            model = fit(
-                SingleTaskGP(
-                    X[tr][:, cols],
-                    Y[tr],
-                    input_transform=Normalize(len(cols), bounds=b),
-                )
+            model = SingleTaskGP(
+                X[tr][:, cols],
+                Y[tr],
+                input_transform=Normalize(len(cols), bounds=b),
+                **options(),
             )
-            pred[te] = predict(model, Xt[te][:, cols])
+            pred[te] = predict(fit(model, criterion), Xt[te][:, cols])
     else:
         raise ValueError(method)
     return float((pred - Yt.squeeze(-1)).pow(2).mean())

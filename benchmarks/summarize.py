@@ -6,7 +6,11 @@ Usage::
         --png benchmarks/regret_curves.png [--suffix benchmarks/out/bo.jsonl=_v1]
 
 Regret is ``best value so far - f*``; an exactly reached optimum has regret 0,
-whose log10 is ``-inf`` (shown as such; medians and quartiles keep it).
+whose log10 is ``-inf`` (shown as such; medians and quartiles keep it). Medians
+and quartiles are midpoint order statistics (the usual median for an even
+number of seeds). A seed that appears in several files (e.g. a 50- and a
+100-evaluation run) counts once, with its longest run; a checkpoint only uses
+the runs that reached it (the cell names the count when it is smaller).
 """
 
 from __future__ import annotations
@@ -26,6 +30,13 @@ def log10_regret_curve(record: dict) -> np.ndarray:
     regret = np.maximum(best - record["optimal_value"], 0.0)
     with np.errstate(divide="ignore"):
         return np.log10(regret)
+
+
+def quartiles(values: np.ndarray) -> np.ndarray:
+    """Midpoint 25/50/75 % order statistics of values that may hold ``-inf``."""
+    finite = np.where(np.isneginf(values), -1e300, values)  # keeps the order
+    q = np.percentile(finite, [25, 50, 75], axis=0, method="midpoint")
+    return np.where(q < -1e299, -np.inf, q)
 
 
 def fmt(v: float) -> str:
@@ -53,7 +64,12 @@ def main() -> None:
                 r = json.loads(line)
                 if r["method"].startswith("treebo") and path in suffixes:
                     r["method"] += suffixes[path]
-                runs[(r["problem"], r["method"])].append(r)
+                key = (r["problem"], r["method"])
+                same = [i for i, o in enumerate(runs[key]) if o["seed"] == r["seed"]]
+                if not same:
+                    runs[key].append(r)
+                elif len(r["values"]) > len(runs[key][same[0]]["values"]):
+                    runs[key][same[0]] = r
     problems = sorted({p for p, _ in runs})
     for problem in problems:
         methods = sorted(m for p, m in runs if p == problem)
@@ -68,12 +84,16 @@ def main() -> None:
         print("|---|---|" + "---|" * len(cps) + "---|")
         for m in methods:
             rs = runs[(problem, m)]
-            curves = np.stack([log10_regret_curve(r) for r in rs])
+            curves = [log10_regret_curve(r) for r in rs]
             cells = []
             for c in cps:
-                col = curves[:, c - 1]
-                q1, med, q3 = np.percentile(col, [25, 50, 75], method="lower")
-                cells.append(f"{fmt(med)} [{fmt(q1)}, {fmt(q3)}]")
+                col = np.array([cv[c - 1] for cv in curves if len(cv) >= c])
+                if col.size == 0:
+                    cells.append("-")
+                    continue
+                q1, med, q3 = quartiles(col)
+                count = "" if col.size == len(rs) else f" (n={col.size})"
+                cells.append(f"{fmt(med)} [{fmt(q1)}, {fmt(q3)}]{count}")
             secs = [s for r in rs for s in r["proposal_seconds"]]
             sec = f"{np.median(secs):.2f}" if secs else "-"
             print(f"| {m} | {len(rs)} | " + " | ".join(cells) + f" | {sec} |")
@@ -92,16 +112,16 @@ def main() -> None:
             for (p, m), rs in sorted(runs.items()):
                 if p != problem:
                     continue
-                curves = np.stack([log10_regret_curve(r) for r in rs])
-                curves = np.maximum(curves, -12.0)  # plot floor for exact hits
-                med = np.median(curves, axis=0)
-                q1, q3 = np.percentile(curves, [25, 75], axis=0)
+                length = min(len(r["values"]) for r in rs)
+                curves = np.stack([log10_regret_curve(r)[:length] for r in rs])
+                curves = np.maximum(curves, -16.0)  # plot floor for exact hits
+                q1, med, q3 = quartiles(curves)
                 x = np.arange(1, curves.shape[1] + 1)
                 ax.plot(x, med, label=f"{m} ({len(rs)})", color=colors[m])
                 ax.fill_between(x, q1, q3, alpha=0.12, color=colors[m])
             ax.set_title(problem)
             ax.set_xlabel("evaluations")
-            ax.set_ylabel("log10 regret (median, IQR; floor -12)")
+            ax.set_ylabel("log10 regret (median, IQR; floor -16)")
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
         fig.tight_layout()

@@ -31,11 +31,6 @@ from typing import Any
 
 import torch
 from botorch.exceptions import ModelFittingError
-from botorch.fit import fit_gpytorch_mll
-from gpytorch.constraints import GreaterThan
-from gpytorch.likelihoods import GaussianLikelihood
-from gpytorch.mlls import ExactMarginalLogLikelihood
-from gpytorch.priors import LogNormalPrior
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
@@ -43,6 +38,7 @@ from treebo.acquisition.add_tree_ucb import AddTreeUCB
 from treebo.acquisition.fast_analytic import AddTreeLogEI
 from treebo.kernels.add_tree import validate_sharing
 from treebo.models.add_tree_gp import AddTreeGP
+from treebo.models.fit import fit_model, noise_floor_likelihood, validate_fit_criterion
 from treebo.optim.local_refinement import linf_distance, local_refinement_candidate
 from treebo.optim.tree_optimize import optimize_acqf_tree, optimize_add_tree_ucb
 from treebo.space import TreeSpace
@@ -144,6 +140,9 @@ class TreeOptimizer:
             :func:`~treebo.optim.local_refinement_candidate`). This lets the
             loop resolve the optimum far below the global model's noise floor.
         local_radius: ``bounds``-normalized ``l_inf`` radius that triggers it.
+        fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
+            (marginal likelihood) or ``"loo"`` (leave-one-out predictive
+            likelihood, see :func:`~treebo.models.fit_model`).
         checkpoint: Optional path of a JSON file written after every
             evaluation; if it exists, the history in it is loaded.
         device: Device for the model and optimizers (default CPU).
@@ -167,6 +166,7 @@ class TreeOptimizer:
         path_selection: str = "sum",
         local_refinement: bool = True,
         local_radius: float = 0.05,
+        fit_criterion: str = "mll",
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
         dtype: torch.dtype = torch.float64,
@@ -198,6 +198,8 @@ class TreeOptimizer:
         self.path_selection = path_selection
         validate_sharing(share_lengthscales, "share_lengthscales")
         validate_sharing(share_outputscales, "share_outputscales")
+        validate_fit_criterion(fit_criterion, "fit_criterion")
+        self.fit_criterion = fit_criterion
         if not local_radius > 0:
             raise ValueError(f"local_radius must be > 0, got {local_radius}.")
         self.local_refinement = local_refinement
@@ -360,12 +362,7 @@ class TreeOptimizer:
         for attempt, floor in enumerate(
             (self.noise_floor, self.noise_floor * 100, self.noise_floor * 1e4)
         ):
-            likelihood = GaussianLikelihood(
-                noise_prior=LogNormalPrior(
-                    loc=math.log(max(floor, 1e-12)) + 2, scale=2.0
-                ),
-                noise_constraint=GreaterThan(floor),
-            )
+            likelihood = noise_floor_likelihood(floor)
             model = AddTreeGP(
                 X,
                 y,
@@ -380,11 +377,10 @@ class TreeOptimizer:
                     model.load_state_dict(self._state, strict=False)
                 except RuntimeError:  # shapes changed: fit from the defaults
                     pass
-            mll = ExactMarginalLogLikelihood(model.likelihood, model)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fit_gpytorch_mll(mll)
+                    fit_model(model, self.fit_criterion)
                 break
             except (ModelFittingError, RuntimeError, ValueError) as err:
                 last_error = err

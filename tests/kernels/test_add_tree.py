@@ -195,6 +195,32 @@ def test_shared_outputscales_equal_a_kernel_with_tied_scales():
         AddTreeKernel(9, deps, share_outputscales="sibling")
 
 
+@pytest.mark.parametrize("share", ["none", "depth", "all"])
+@pytest.mark.parametrize("batch_shape", [torch.Size(), torch.Size([3])])
+def test_sampling_the_priors_keeps_parameter_shapes(share, batch_shape):
+    # fit_gpytorch_mll retries from sample_all_priors, which draws
+    # prior.sample(param.shape): a G x D_max prior appends its own shape.
+    from botorch.optim.utils import sample_all_priors
+
+    deps = {0: {0: [1, 2], 1: [3, 4]}, 2: {0: [5], 1: [6]}, 4: {0: [7], 1: [8]}}
+    kernel = AddTreeKernel(
+        9,
+        deps,
+        share_lengthscales=share,
+        share_outputscales=share,
+        batch_shape=batch_shape,
+    )
+    ls, os_ = kernel.group_lengthscale.clone(), kernel.group_outputscale.clone()
+    torch.manual_seed(0)
+    sample_all_priors(kernel)
+    assert kernel.group_lengthscale.shape == ls.shape
+    assert kernel.group_outputscale.shape == os_.shape
+    assert (kernel.group_lengthscale != ls).all()
+    assert (kernel.group_outputscale != os_).all()
+    if batch_shape:  # independent draws per batch member
+        assert not torch.equal(kernel.group_lengthscale[0], kernel.group_lengthscale[1])
+
+
 def test_vertex_covariance_is_the_per_vertex_term():
     d, deps = random_tree(2, max_depth=2)
     kernel = AddTreeKernel(d, deps)

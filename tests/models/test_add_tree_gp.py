@@ -131,6 +131,28 @@ def test_model_on_random_trees_fits_and_predicts(tree_case):
     assert (vp.variance >= 0).all()
 
 
+@pytest.mark.parametrize("with_bounds", [True, False])
+def test_batched_training_data_match_separate_models(with_bounds):
+    problem = Jenatton()
+    space = problem.space
+    deps = space.to_hierarchical_dependencies()
+    X = torch.stack([space.sample(10, seed=s) for s in (0, 1)])  # 2 x 10 x 9
+    Y = problem(X).unsqueeze(-1)
+    bounds = space.bounds if with_bounds else None
+    batched = AddTreeGP(X, Y, deps, bounds=bounds)
+    batched.covar_module.lengthscale = torch.tensor([[0.3], [0.7]]).unsqueeze(-2)
+    Z = space.sample(6, seed=2)
+    batched.eval()
+    with torch.no_grad():
+        mean = batched.posterior(Z).mean  # 2 x 6 x 1
+    for b in range(2):
+        single = AddTreeGP(X[b], Y[b], deps, bounds=bounds)
+        single.covar_module.lengthscale = batched.covar_module.lengthscale[b]
+        single.eval()
+        with torch.no_grad():
+            torch.testing.assert_close(single.posterior(Z).mean, mean[b])
+
+
 def test_bad_model_inputs():
     with pytest.raises(ValueError, match="train_X must be"):
         AddTreeGP(torch.rand(3), torch.rand(3, 1), {})

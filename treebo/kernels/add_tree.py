@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 import torch
-from gpytorch.constraints import Interval, Positive
+from gpytorch.constraints import GreaterThan, Interval
 from gpytorch.kernels import Kernel
 from gpytorch.priors import Prior
 from torch import Tensor
@@ -109,6 +109,28 @@ def _first_of_groups(group: Tensor) -> Tensor:
     )
 
 
+def _fold_prior_sample(sample: Tensor, shape: torch.Size) -> Tensor:
+    """Fold a prior draw of ``sample_shape x prior_batch`` into ``shape``.
+
+    BoTorch's ``sample_all_priors`` (used when ``fit_gpytorch_mll`` retries)
+    draws ``prior.sample(param.shape)``, which appends the prior's own batch
+    shape (``G x D_max`` for the default lengthscale prior). Each of the
+    ``prod(shape)`` leading draws is a full draw of the prior; the first
+    ``prod(shape) / prior_numel`` of them fill ``shape``.
+    """
+    if sample.shape == shape:
+        return sample
+    extra = sample.dim() - len(shape)
+    if extra <= 0:
+        return sample.expand(shape)
+    prior_shape = sample.shape[len(shape) :]
+    draws = sample.reshape(-1, *prior_shape)  # shape.numel() independent draws
+    count = shape.numel() // max(1, prior_shape.numel())
+    if count * prior_shape.numel() == shape.numel():
+        return draws[:count].reshape(shape)
+    return draws[0].expand(shape)
+
+
 class AddTreeKernel(Kernel):
     r"""Add-Tree kernel: sum of per-vertex kernels over the vertices two points share.
 
@@ -146,7 +168,9 @@ class AddTreeKernel(Kernel):
             collapses to zero on scarce data. Pass ``False`` for none.
         lengthscale_constraint: Default ``Interval(2.5e-3, 1e3)`` (for inputs
             scaled to the unit cube).
-        outputscale_constraint: Default ``Positive()``.
+        outputscale_constraint: Default ``GreaterThan(1e-8)`` (strictly positive
+            even where a fit drives an output scale towards zero, so that the
+            output-scale prior's density stays finite).
         batch_shape: Batch shape of the hyper-parameters.
 
     Shapes:
@@ -219,7 +243,7 @@ class AddTreeKernel(Kernel):
         if lengthscale_constraint is None:
             lengthscale_constraint = Interval(2.5e-3, 1e3, initial_value=1.0)
         if outputscale_constraint is None:
-            outputscale_constraint = Positive()
+            outputscale_constraint = GreaterThan(1e-8)
         self.register_constraint("raw_lengthscale", lengthscale_constraint)
         self.register_constraint("raw_outputscale", outputscale_constraint)
 
@@ -267,7 +291,7 @@ class AddTreeKernel(Kernel):
 
     @staticmethod
     def _lengthscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_group_lengthscale(v)
+        m._set_group_lengthscale(_fold_prior_sample(v, m.raw_lengthscale.shape))
 
     @staticmethod
     def _outputscale_param(m: AddTreeKernel) -> Tensor:
@@ -275,7 +299,7 @@ class AddTreeKernel(Kernel):
 
     @staticmethod
     def _outputscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_group_outputscale(v)
+        m._set_group_outputscale(_fold_prior_sample(v, m.raw_outputscale.shape))
 
     @property
     def group_lengthscale(self) -> Tensor:

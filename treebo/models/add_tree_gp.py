@@ -64,12 +64,21 @@ def transform_dependencies(
     if input_transform is None or not deps:
         return deps
     pairs = [(p, v) for p, b in deps.items() for v in b]
-    probe = train_X.reshape(-1, train_X.shape[-1])[:1].repeat(len(pairs), 1)
+    # One probe row per (parent, value), with the training data's batch shape
+    # (batched transforms check it).
+    probe = train_X[..., :1, :].expand(*train_X.shape[:-2], len(pairs), -1).clone()
     rows = torch.arange(len(pairs))
     cols = torch.tensor([p for p, _ in pairs])
-    probe[rows, cols] = torch.tensor([float(v) for _, v in pairs]).to(probe)
+    probe[..., rows, cols] = torch.tensor([float(v) for _, v in pairs]).to(probe)
     with torch.no_grad():
-        moved = input_transform.preprocess_transform(probe)[rows, cols].tolist()
+        moved = input_transform.preprocess_transform(probe)[..., rows, cols]
+    moved = moved.reshape(-1, len(pairs))
+    if not torch.equal(moved, moved[:1].expand_as(moved)):
+        raise ValueError(
+            "input_transform maps the branch values in hierarchical_dependencies "
+            "differently across batch members; the tree must be the same for all."
+        )
+    moved = moved[0].tolist()
     out: dict[int, dict[float, list[int]]] = {}
     for (p, v), new in zip(pairs, moved, strict=False):
         out.setdefault(p, {})[new] = list(deps[p][v])
