@@ -26,6 +26,7 @@ import warnings
 from pathlib import Path
 
 import torch
+from botorch.exceptions import ModelFittingError
 from botorch.models import SingleTaskGP
 from botorch.models.hierarchical import HierarchicalConditionalKernelGP
 from botorch.models.transforms.input import Normalize
@@ -33,11 +34,23 @@ from botorch.models.transforms.input import Normalize
 from treebo.models import AddTreeGP, fit_model, noise_floor_likelihood
 from treebo.test_functions import Jenatton
 
+FALLBACKS: list[str] = []  # fits that failed, for the record of the current cell
+
 
 def fit(model, criterion: str):
+    """Fit by ``criterion``; if every attempt fails, by the marginal likelihood.
+
+    A failure is recorded in ``FALLBACKS`` (and in the output line), not hidden.
+    """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return fit_model(model, criterion)
+        try:
+            return fit_model(model, criterion)
+        except ModelFittingError:
+            if criterion == "mll":
+                raise
+            FALLBACKS.append(f"{criterion} fit failed, used mll")
+            return fit_model(model, "mll")
 
 
 def predict(model, X):
@@ -49,14 +62,14 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
     """Test MSE of ``method``: a base model plus optional suffixes.
 
     ``_shared``: one lengthscale and one output scale for all vertices (AddTreeGP
-    only). ``_loo``: hyper-parameters by leave-one-out likelihood and a noise
+    only). ``_bias``: ``vertex_bias=True`` (AddTreeGP only). ``_loo``: hyper-parameters by leave-one-out likelihood and a noise
     floor of 1e-6 (the data are noise-free) instead of the marginal likelihood
     and BoTorch's default likelihood.
     """
     space = problem.space
     deps = space.to_hierarchical_dependencies()
     base, *suffixes = method.split("_")
-    unknown = set(suffixes) - {"shared", "loo", "tree"}
+    unknown = set(suffixes) - {"shared", "loo", "tree", "bias"}
     if unknown:
         raise ValueError(f"unknown suffix in method {method!r}: {unknown}")
     criterion = "loo" if "loo" in suffixes else "mll"
@@ -73,6 +86,7 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
             bounds=space.bounds,
             share_lengthscales=share,
             share_outputscales=share,
+            vertex_bias="bias" in suffixes,
             **options(),
         )
         pred = predict(fit(model, criterion), Xt)
@@ -147,6 +161,7 @@ def main() -> None:
         for n in sizes:
             for method in methods:
                 t0 = time.perf_counter()
+                FALLBACKS.clear()
                 mse = test_mse(method, problem, Xall[:n], Yall[:n], Xt, Yt)
                 results.setdefault((method, n), []).append(mse)
                 with open(out, "a") as fh:
@@ -158,6 +173,7 @@ def main() -> None:
                                 "seed": seed,
                                 "mse": mse,
                                 "seconds": time.perf_counter() - t0,
+                                "fallbacks": list(FALLBACKS),
                                 "date": time.strftime("%Y-%m-%d"),
                             }
                         )

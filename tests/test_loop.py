@@ -131,6 +131,36 @@ def test_ask_tell_with_dicts():
     assert math.isfinite(opt.history[-1].proposal_seconds)
 
 
+def test_local_interval_schedules_local_steps():
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=0, local_interval=3)
+    calls = {}
+    real = opt._local_candidate
+
+    def spy(X, y, seed):
+        result = real(X, y, seed)
+        calls.setdefault(X.shape[0], []).append(result is not None)
+        return result
+
+    opt._local_candidate = spy
+    for _ in range(opt.n_initial + 12):
+        params = opt.ask()
+        opt.tell(params, problem.objective(params))
+    kinds = [t.kind for t in opt.history[opt.n_initial :]]
+    # Every third model-based proposal asks for a local step first, and takes
+    # it whenever the incumbent's path holds enough points for the local model.
+    for i, kind in enumerate(kinds):
+        attempts = calls.get(opt.n_initial + i, [])
+        if i % 3 == 2:
+            assert attempts, f"no local attempt at proposal {i}"
+            assert (kind == "local") == any(attempts)
+        else:  # only the proximity trigger may ask
+            assert len(attempts) <= 1
+    assert kinds[2::3].count("local") >= 2
+    with pytest.raises(ValueError, match="local_interval"):
+        TreeOptimizer(problem.space, local_interval=0)
+
+
 def test_bad_loop_arguments():
     space = jenatton_space()
     with pytest.raises(ValueError, match="budget"):
@@ -141,6 +171,8 @@ def test_bad_loop_arguments():
         TreeOptimizer(space, acquisition="ei")
     with pytest.raises(ValueError, match="noise_floor"):
         TreeOptimizer(space, noise_floor=0.0)
+    with pytest.raises(ValueError, match="fit_criterion"):
+        TreeOptimizer(space, fit_criterion="map")
     with pytest.raises(TypeError, match="TreeSpace"):
         TreeOptimizer({"x": 1})
 

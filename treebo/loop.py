@@ -140,6 +140,10 @@ class TreeOptimizer:
             :func:`~treebo.optim.local_refinement_candidate`). This lets the
             loop resolve the optimum far below the global model's noise floor.
         local_radius: ``bounds``-normalized ``l_inf`` radius that triggers it.
+        local_interval: If set, every ``local_interval``-th model-based proposal
+            is a local step as well (when the incumbent's path holds enough
+            points), whatever the global acquisition prefers: a fixed share of
+            the budget refines the incumbent while the rest explores.
         fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
             (marginal likelihood) or ``"loo"`` (leave-one-out predictive
             likelihood, see :func:`~treebo.models.fit_model`).
@@ -166,6 +170,7 @@ class TreeOptimizer:
         path_selection: str = "sum",
         local_refinement: bool = True,
         local_radius: float = 0.05,
+        local_interval: int | None = None,
         fit_criterion: str = "mll",
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
@@ -204,6 +209,14 @@ class TreeOptimizer:
             raise ValueError(f"local_radius must be > 0, got {local_radius}.")
         self.local_refinement = local_refinement
         self.local_radius = local_radius
+        if local_interval is not None and not (
+            isinstance(local_interval, int) and local_interval >= 1
+        ):
+            raise ValueError(
+                f"local_interval must be a positive integer or None, got "
+                f"{local_interval!r}."
+            )
+        self.local_interval = local_interval
         self.device = (
             torch.device(device) if device is not None else torch.device("cpu")
         )
@@ -393,11 +406,32 @@ class TreeOptimizer:
         self.last_model = model
         return model
 
+    def _local_candidate(self, X: Tensor, y: Tensor, seed: int) -> Tensor | None:
+        return local_refinement_candidate(
+            self.space,
+            X,
+            y,
+            radius=self.local_radius,
+            noise_floor=self.noise_floor,
+            seed=seed,
+        )
+
+    def _local_step_due(self) -> bool:
+        """Whether the ``local_interval`` schedule asks for a local step now."""
+        if not (self.local_refinement and self.local_interval):
+            return False
+        step = len(self.history) - self.n_initial  # model-based proposals so far
+        return step % self.local_interval == self.local_interval - 1
+
     def _propose(self) -> tuple[dict[str, Any], str]:
         """The next configuration and its kind (``"bo"`` or ``"local"``)."""
-        model = self.fit_model()
         seed = self._seed_for(len(self.history))
         X, y = self.training_data()
+        if self._local_step_due():
+            local = self._local_candidate(X, y, seed)
+            if local is not None:
+                return self.space.to_dict(local[0].cpu()), "local"
+        model = self.fit_model()
         # Start some optimizer runs near the best observations.
         around = X[y.squeeze(-1).topk(min(3, y.shape[0])).indices]
         if self.acquisition == "add_tree_ucb":
@@ -425,14 +459,7 @@ class TreeOptimizer:
         if self.local_refinement:
             incumbent = X[int(y.squeeze(-1).argmax())]
             if linf_distance(self.space, candidate, incumbent) <= self.local_radius:
-                local = local_refinement_candidate(
-                    self.space,
-                    X,
-                    y,
-                    radius=self.local_radius,
-                    noise_floor=self.noise_floor,
-                    seed=seed,
-                )
+                local = self._local_candidate(X, y, seed)
                 if local is not None:
                     candidate, kind = local[0], "local"
         return self.space.to_dict(candidate.cpu()), kind
