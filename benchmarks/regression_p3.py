@@ -61,10 +61,11 @@ def predict(model, X):
 def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
     """Test MSE of ``method``: a base model plus optional suffixes.
 
-    ``_shared``: one lengthscale and one output scale for all vertices (AddTreeGP
-    only). ``_bias``: ``vertex_bias=True`` (AddTreeGP only). ``_loo``: hyper-parameters by leave-one-out likelihood and a noise
-    floor of 1e-6 (the data are noise-free) instead of the marginal likelihood
-    and BoTorch's default likelihood.
+    ``_shared``: one lengthscale and one output scale for all vertices
+    (AddTreeGP only). ``_bias``: ``vertex_bias=True`` (AddTreeGP only).
+    ``_loo``: hyper-parameters by leave-one-out likelihood and a noise floor of
+    1e-6 (the data are noise-free) instead of the marginal likelihood and
+    BoTorch's default likelihood.
     """
     space = problem.space
     deps = space.to_hierarchical_dependencies()
