@@ -1,0 +1,199 @@
+r"""Ax integration: search spaces with ``dependents`` and an Add-Tree generation step.
+
+Ax describes a conditional space with ``ChoiceParameter(..., dependents={value:
+[names]})``: choosing ``value`` activates the named parameters. That is a
+:class:`~treebo.TreeSpace`: a choice's options lead to child vertices that own
+the activated parameters. :func:`tree_space_from_ax` and :func:`ax_search_space`
+convert between the two, and :func:`add_tree_generation_strategy` runs
+:class:`~treebo.models.AddTreeGP` inside Ax's modular BoTorch generator, which
+passes the transformed space's ``hierarchical_dependencies`` to
+:meth:`AddTreeGP.construct_inputs`::
+
+    from ax.core.experiment import Experiment
+
+    experiment = Experiment(search_space=ax_search_space(space), ...)
+    strategy = add_tree_generation_strategy(num_initial_trials=6)
+    generator_run = strategy.gen(experiment=experiment, n=1)
+
+Ax is an optional dependency (``pip install "treebo[ax]"``); importing this
+module without it raises an ``ImportError`` that says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+try:
+    from ax.core.parameter import ChoiceParameter, ParameterType, RangeParameter
+    from ax.core.search_space import SearchSpace
+except ImportError as err:  # pragma: no cover - exercised without ax installed
+    raise ImportError(
+        "treebo.integrations.ax needs Ax: pip install 'treebo[ax]'."
+    ) from err
+
+from treebo.space import Choice, Real, TreeSpace, Vertex
+
+_LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
+
+
+def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
+    """A :class:`~treebo.TreeSpace` from an Ax search space with ``dependents``.
+
+    Parameters that no choice activates sit on the root vertex. A choice's
+    ``dependents[value]`` become the continuous parameters and choices of the
+    vertex that ``value`` leads to. Parameter names and choice values carry over
+    (a choice value is the option's label in treebo's dicts).
+
+    Args:
+        search_space: An Ax ``SearchSpace`` of float ``RangeParameter``\\ s
+            (log scale allowed) and ``ChoiceParameter``\\ s, hierarchical or not.
+
+    Raises:
+        ValueError: For parameter types treebo does not model (integer ranges,
+            fixed parameters), naming the parameter, or a parameter activated by
+            two choices.
+    """
+    params = search_space.parameters
+    parent_of: dict[str, str] = {}
+    for name, p in params.items():
+        if isinstance(p, ChoiceParameter) and p.is_hierarchical:
+            for children in p.dependents.values():
+                for child in children:
+                    if child not in params:
+                        raise ValueError(
+                            f"parameter {name!r}: dependent {child!r} is not in "
+                            "the search space."
+                        )
+                    if parent_of.setdefault(child, name) != name:
+                        raise ValueError(
+                            f"parameter {child!r} is activated by both "
+                            f"{parent_of[child]!r} and {name!r}; a tree needs one "
+                            "parent."
+                        )
+
+    def vertex(names: list[str]) -> Vertex:
+        reals, choices = [], []
+        for name in names:
+            p = params[name]
+            if isinstance(p, RangeParameter):
+                if p.parameter_type != ParameterType.FLOAT:
+                    raise ValueError(
+                        f"parameter {name!r}: only float ranges are supported "
+                        f"(got {p.parameter_type.name}); use a ChoiceParameter."
+                    )
+                reals.append(Real(name, p.lower, p.upper, log_scale=p.log_scale))
+            elif isinstance(p, ChoiceParameter):
+                deps = p.dependents if p.is_hierarchical else {}
+                options = {v: vertex(list(deps.get(v, []))) for v in p.values}
+                choices.append(Choice(name, options))
+            else:
+                raise ValueError(
+                    f"parameter {name!r}: {type(p).__name__} is not supported; "
+                    "remove fixed parameters before converting."
+                )
+        return Vertex(reals, choices)
+
+    roots = [name for name in params if name not in parent_of]
+    return TreeSpace(vertex(roots))
+
+
+def ax_search_space(space: TreeSpace) -> SearchSpace:
+    """An Ax search space with ``dependents`` that describes ``space``.
+
+    Choices become ordered ``ChoiceParameter``\\ s (their order only matters to
+    Ax's transforms; :class:`~treebo.models.AddTreeGP` only uses them to pick
+    branches, and ordered choices are not one-hot encoded, which keeps one
+    column per choice); Ax sorts numeric choice values. Choice labels must be
+    ``int``, ``float``, ``bool`` or ``str`` of one type per choice.
+    """
+    parameters: list[Any] = []
+    for vertex in space.vertices:
+        for p in vertex.params:
+            parameters.append(
+                RangeParameter(
+                    p.name,
+                    ParameterType.FLOAT,
+                    lower=p.lower,
+                    upper=p.upper,
+                    log_scale=p.log_scale,
+                )
+            )
+        for choice in vertex.choices:
+            labels = choice.labels
+            kinds = {type(label) for label in labels}
+            if len(kinds) != 1 or not kinds <= {int, float, bool, str}:
+                raise ValueError(
+                    f"choice {choice.name!r}: labels must share one of the types "
+                    f"int, float, bool, str for Ax, got {sorted(map(str, kinds))}."
+                )
+            kind = kinds.pop()
+            dependents = {
+                label: [q.name for q in (*child.params, *child.choices)]
+                for label, child in choice.options.items()
+            }
+            parameters.append(
+                ChoiceParameter(
+                    choice.name,
+                    _LABEL_TYPES.get(
+                        kind,
+                        ParameterType.STRING if kind is str else ParameterType.FLOAT,
+                    ),
+                    values=list(labels),
+                    is_ordered=len(labels) > 1,
+                    sort_values=kind in (int, float),
+                    dependents=(dependents if any(dependents.values()) else None),
+                )
+            )
+    return SearchSpace(parameters=parameters)
+
+
+def add_tree_generation_strategy(
+    num_initial_trials: int = 5,
+    model_options: dict[str, Any] | None = None,
+) -> Any:
+    """Sobol trials, then BoTorch BO with :class:`~treebo.models.AddTreeGP`, in Ax.
+
+    The hierarchical structure is kept (``Cast(flatten_hss=False)``) and choice
+    parameters stay one numeric column each (no one-hot encoding), so Ax hands
+    ``AddTreeGP.construct_inputs`` the space's ``hierarchical_dependencies``.
+
+    Args:
+        num_initial_trials: Quasi-random trials before the model takes over.
+        model_options: Extra ``AddTreeGP`` arguments (e.g.
+            ``{"share_lengthscales": "depth"}``).
+
+    Returns:
+        An Ax ``GenerationStrategy``.
+    """
+    from ax.adapter.registry import Generators, Y_trans
+    from ax.adapter.transforms.choice_encode import ChoiceToNumericChoice
+    from ax.adapter.transforms.log import Log
+    from ax.adapter.transforms.remove_fixed import RemoveFixed
+    from ax.generation_strategy.generation_node import GenerationStep
+    from ax.generation_strategy.generation_strategy import GenerationStrategy
+    from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
+    from ax.generators.torch.botorch_modular.utils import ModelConfig
+
+    from treebo.models import AddTreeGP
+
+    if num_initial_trials < 1:
+        raise ValueError(f"num_initial_trials must be >= 1, got {num_initial_trials}.")
+    config = ModelConfig(
+        botorch_model_class=AddTreeGP, model_options=dict(model_options or {})
+    )
+    surrogate = SurrogateSpec(model_configs=[config])
+    return GenerationStrategy(
+        name="Sobol+AddTreeGP",
+        nodes=[
+            GenerationStep(generator=Generators.SOBOL, num_trials=num_initial_trials),
+            GenerationStep(
+                generator=Generators.BOTORCH_MODULAR,
+                num_trials=-1,
+                generator_kwargs={
+                    "surrogate_spec": surrogate,
+                    "transforms": [RemoveFixed, ChoiceToNumericChoice, Log, *Y_trans],
+                    "transform_configs": {"Cast": {"flatten_hss": False}},
+                },
+            ),
+        ],
+    )
