@@ -146,7 +146,13 @@ def main() -> None:
     parser.add_argument("--methods", default="add_tree,hck,flat,independent")
     parser.add_argument("--out", default="benchmarks/out/p3.jsonl")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--tables-only", action="store_true", help="print the tables of --out"
+    )
     args = parser.parse_args()
+    if args.tables_only:
+        print_tables(Path(args.out))
+        return
     torch.set_num_threads(args.threads)
     lo, hi = (int(v) for v in args.seeds.split("-"))
     sizes = [int(v) for v in args.sizes.split(",")]
@@ -154,7 +160,6 @@ def main() -> None:
     problem = Jenatton("paper")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    results: dict[tuple[str, int], list[float]] = {}
     for seed in range(lo, hi + 1):
         Xall = problem.space.sample(max(sizes) + 50, seed=seed, by="choice")
         Yall = problem(Xall).unsqueeze(-1)
@@ -164,7 +169,6 @@ def main() -> None:
                 t0 = time.perf_counter()
                 FALLBACKS.clear()
                 mse = test_mse(method, problem, Xall[:n], Yall[:n], Xt, Yt)
-                results.setdefault((method, n), []).append(mse)
                 with open(out, "a") as fh:
                     fh.write(
                         json.dumps(
@@ -180,15 +184,35 @@ def main() -> None:
                         )
                         + "\n"
                     )
-    print(
-        f"P3 test MSE on 50 points, median over seeds {lo}-{hi} "
-        f"({time.strftime('%Y-%m-%d')})\n"
-    )
-    print("| n | " + " | ".join(methods) + " |")
-    print("|---|" + "---|" * len(methods))
-    for n in sizes:
-        cells = [f"{statistics.median(results[(m, n)]):.2e}" for m in methods]
-        print(f"| {n} | " + " | ".join(cells) + " |")
+    print_tables(out)
+
+
+def print_tables(path: Path) -> None:
+    """Median and worst test MSE per method and size, from a JSONL output."""
+    results: dict[tuple[str, int], list[dict]] = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        results.setdefault((r["method"], r["n"]), []).append(r)
+    methods = list(dict.fromkeys(m for m, _ in results))
+    sizes = sorted({n for _, n in results})
+    for title, stat in (("median", statistics.median), ("worst seed", max)):
+        seeds = {len(v) for v in results.values()}
+        print(f"\nP3 test MSE on 50 points, {title} over {sorted(seeds)} seeds\n")
+        print("| n | " + " | ".join(methods) + " |")
+        print("|---|" + "---|" * len(methods))
+        for n in sizes:
+            cells = [
+                f"{stat(r['mse'] for r in results[(m, n)]):.1e}"
+                if (m, n) in results
+                else "-"
+                for m in methods
+            ]
+            print(f"| {n} | " + " | ".join(cells) + " |")
+    fallbacks = [r for rs in results.values() for r in rs if r.get("fallbacks")]
+    if fallbacks:
+        print(f"\n{len(fallbacks)} fits fell back to the marginal likelihood:")
+        for r in fallbacks:
+            print(f"  {r['method']} n={r['n']} seed={r['seed']}: {r['fallbacks']}")
 
 
 if __name__ == "__main__":
