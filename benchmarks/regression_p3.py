@@ -10,6 +10,9 @@ leave-one-out likelihood with a 1e-6 noise floor; ``add_tree_shared`` shares one
 lengthscale and one output scale across all vertices (paper 000's single
 ``k_c``).
 
+Runs append to ``--out`` and skip the cells already there, so a stopped run
+resumes with the same arguments.
+
 Usage::
 
     python benchmarks/regression_p3.py --sizes 8,12,16,20,24,32,44 --seeds 0-9 \
@@ -37,20 +40,25 @@ from treebo.test_functions import Jenatton
 FALLBACKS: list[str] = []  # fits that failed, for the record of the current cell
 
 
-def fit(model, criterion: str):
-    """Fit by ``criterion``; if every attempt fails, by the marginal likelihood.
+def fit(make_model, criterion: str):
+    """Fit a fresh ``make_model()`` by ``criterion``, falling back if it fails.
 
-    A failure is recorded in ``FALLBACKS`` (and in the output line), not hidden.
+    If every attempt fails, a fresh model is fitted by the marginal likelihood;
+    if that fails too, the fresh model keeps its initial hyper-parameters. Each
+    fallback is recorded in ``FALLBACKS`` (and in the output line), not hidden.
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return fit_model(model, criterion)
+            return fit_model(make_model(), criterion)
         except ModelFittingError:
-            if criterion == "mll":
-                raise
-            FALLBACKS.append(f"{criterion} fit failed, used mll")
-            return fit_model(model, "mll")
+            FALLBACKS.append(f"{criterion} fit failed")
+        if criterion != "mll":
+            try:
+                return fit_model(make_model(), "mll")
+            except ModelFittingError:
+                FALLBACKS.append("mll fit failed")
+        return make_model().eval()
 
 
 def predict(model, X):
@@ -80,31 +88,38 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
 
     if base == "add":  # add_tree[_shared][_loo]
         share = "all" if "shared" in suffixes else "none"
-        model = AddTreeGP(
-            X,
-            Y,
-            deps,
-            bounds=space.bounds,
-            share_lengthscales=share,
-            share_outputscales=share,
-            vertex_bias="bias" in suffixes,
-            **options(),
-        )
+
+        def model():
+            return AddTreeGP(
+                X,
+                Y,
+                deps,
+                bounds=space.bounds,
+                share_lengthscales=share,
+                share_outputscales=share,
+                vertex_bias="bias" in suffixes,
+                **options(),
+            )
+
         pred = predict(fit(model, criterion), Xt)
     elif base == "hck":
-        model = HierarchicalConditionalKernelGP(
-            X, Y, deps, input_transform=Normalize(space.dim, bounds=space.bounds)
-        )
-        if "loo" in suffixes:
-            model.likelihood = noise_floor_likelihood(1e-6).to(X)
+
+        def model():
+            hck = HierarchicalConditionalKernelGP(
+                X, Y, deps, input_transform=Normalize(space.dim, bounds=space.bounds)
+            )
+            if "loo" in suffixes:
+                hck.likelihood = noise_floor_likelihood(1e-6).to(X)
+            return hck
+
         pred = predict(fit(model, criterion), Xt)
     elif base == "flat":
-        model = SingleTaskGP(
-            X,
-            Y,
-            input_transform=Normalize(space.dim, bounds=space.bounds),
-            **options(),
-        )
+
+        def model():
+            bounds = space.bounds
+            transform = Normalize(space.dim, bounds=bounds)
+            return SingleTaskGP(X, Y, input_transform=transform, **options())
+
         pred = predict(fit(model, criterion), Xt)
     elif base == "independent":
         tree = space.tree
@@ -126,13 +141,14 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
             if tr.sum() == 1:
                 pred[te] = Y[tr].squeeze()
                 continue
-            b = space.bounds[:, cols]
-            model = SingleTaskGP(
-                X[tr][:, cols],
-                Y[tr],
-                input_transform=Normalize(len(cols), bounds=b),
-                **options(),
-            )
+            leaf_X, leaf_Y = X[tr][:, cols], Y[tr]
+            transform = Normalize(len(cols), bounds=space.bounds[:, cols])
+
+            def model(leaf_X=leaf_X, leaf_Y=leaf_Y, transform=transform):
+                return SingleTaskGP(
+                    leaf_X, leaf_Y, input_transform=transform, **options()
+                )
+
             pred[te] = predict(fit(model, criterion), Xt[te][:, cols])
     else:
         raise ValueError(method)
@@ -160,12 +176,19 @@ def main() -> None:
     problem = Jenatton("paper")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if out.exists():  # resume: skip the cells already written
+        for line in out.read_text().splitlines():
+            r = json.loads(line)
+            done.add((r["method"], r["n"], r["seed"]))
     for seed in range(lo, hi + 1):
         Xall = problem.space.sample(max(sizes) + 50, seed=seed, by="choice")
         Yall = problem(Xall).unsqueeze(-1)
         Xt, Yt = Xall[-50:], Yall[-50:]
         for n in sizes:
             for method in methods:
+                if (method, n, seed) in done:
+                    continue
                 t0 = time.perf_counter()
                 FALLBACKS.clear()
                 mse = test_mse(method, problem, Xall[:n], Yall[:n], Xt, Yt)
