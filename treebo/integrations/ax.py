@@ -150,6 +150,7 @@ def ax_search_space(space: TreeSpace) -> SearchSpace:
 def add_tree_generation_strategy(
     num_initial_trials: int = 5,
     model_options: dict[str, Any] | None = None,
+    seed: int | None = None,
 ) -> Any:
     """Sobol trials, then BoTorch BO with :class:`~treebo.models.AddTreeGP`, in Ax.
 
@@ -161,6 +162,7 @@ def add_tree_generation_strategy(
         num_initial_trials: Quasi-random trials before the model takes over.
         model_options: Extra ``AddTreeGP`` arguments (e.g.
             ``{"share_lengthscales": "depth"}``).
+        seed: Seed of the Sobol trials (default: unseeded).
 
     Returns:
         An Ax ``GenerationStrategy``.
@@ -185,7 +187,11 @@ def add_tree_generation_strategy(
     return GenerationStrategy(
         name="Sobol+AddTreeGP",
         nodes=[
-            GenerationStep(generator=Generators.SOBOL, num_trials=num_initial_trials),
+            GenerationStep(
+                generator=Generators.SOBOL,
+                num_trials=num_initial_trials,
+                generator_kwargs={"seed": seed},
+            ),
             GenerationStep(
                 generator=Generators.BOTORCH_MODULAR,
                 num_trials=-1,
