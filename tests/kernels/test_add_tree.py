@@ -106,9 +106,12 @@ def test_equals_botorch_hierarchical_kernel_when_configured_alike():
     )
 
 
-def test_gradcheck_inputs_and_hyperparameters():
-    d, deps = random_tree(4, max_depth=2, max_vertex_dim=2)
-    kernel = AddTreeKernel(d, deps, base_kernel="matern52")
+@pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
+@pytest.mark.parametrize("max_vertex_dim", [2, 6])
+def test_gradcheck_inputs_and_hyperparameters(base_kernel, max_vertex_dim):
+    # max_vertex_dim 6 takes the matrix-product distance path.
+    d, deps = random_tree(4, max_depth=2, max_vertex_dim=max_vertex_dim)
+    kernel = AddTreeKernel(d, deps, base_kernel=base_kernel)
     randomize(kernel, 3)
     X1, X2 = random_points(d, deps, 5, 8), random_points(d, deps, 4, 9)
     cont = torch.zeros(d, dtype=torch.bool)

@@ -58,6 +58,73 @@ class _Matern52FromSquared(torch.autograd.Function):
         return grad * (-(5.0 / 6.0) * (1.0 + _SQRT5 * r) * e)
 
 
+def _pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
+    """Squared distances (``*b x S x n x m``) of slot features ``a`` and ``b``."""
+    if a.shape[-1] <= 4:
+        # Feature dimension first: the reduction runs over the outer axis.
+        A, B = a.movedim(-1, 0), b.movedim(-1, 0)  # D x *b x S x n
+        diff = A.unsqueeze(-1) - B.unsqueeze(-2)
+        diff = diff.mul_(diff)
+        return diff[0] if diff.shape[0] == 1 else diff.sum(0)
+    # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b, centred for accuracy.
+    centre = a.mean(dim=-2, keepdim=True)
+    a, b = a - centre, b - centre
+    sq = a.pow(2).sum(-1).unsqueeze(-1) + b.pow(2).sum(-1).unsqueeze(-2)
+    return sq.sub_(a @ b.transpose(-1, -2), alpha=2.0).clamp_min_(0)
+
+
+class _SlotGram(torch.autograd.Function):
+    r"""Add-Tree Gram matrix from slot features, with a fused backward pass.
+
+    Forward: :math:`K_{nm} = \sum_s w_{snm}\,\kappa(\lVert a_{sn} - b_{sm}
+    \rVert^2)` for ``a``: ``*b x S x n x D``, ``b``: ``*b x S x m x D`` and
+    weights ``w``: ``*b x S x n x m`` (batch shapes broadcast).
+
+    Backward: with :math:`g_{snm} = G_{nm} w_{snm} \kappa'(r^2_{snm})`, the input
+    gradients are :math:`2(a_{sn} \sum_m g_{snm} - \sum_m g_{snm} b_{sm})` (and
+    symmetrically for ``b``): two batched matrix products instead of
+    ``S x n x m x D`` temporaries, and no autograd graph over the ``S x n x m``
+    intermediates.
+    """
+
+    @staticmethod
+    def forward(ctx, a: Tensor, b: Tensor, w: Tensor, base_kernel: str) -> Tensor:
+        sq = _pairwise_sq_dist(a, b)
+        needs_ab = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+        if base_kernel == "rbf":
+            k = sq.mul_(-0.5).exp_()
+            dk = k if needs_ab else None  # dk/d(sq) = -k / 2, scaled in backward
+            ctx.dk_scale = -0.5
+        else:
+            r = sq.sqrt()
+            e = r.mul(-_SQRT5).exp_()
+            t = r.mul_(_SQRT5).add_(1.0)  # 1 + sqrt5 r, shared with dk
+            k = torch.add(t, sq, alpha=5.0 / 3.0).mul_(e)
+            dk = t.mul_(e) if needs_ab else None  # dk/d(sq) = -5/6 of this
+            ctx.dk_scale = -5.0 / 6.0
+        ctx.save_for_backward(a, b, w, k if ctx.needs_input_grad[2] else None, dk)
+        return (k * w).sum(-3)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):
+        a, b, w, k, dk = ctx.saved_tensors
+        grad = grad.unsqueeze(-3)  # *b x 1 x n x m
+        grad_a = grad_b = grad_w = None
+        if dk is not None:
+            g = (grad * w).mul_(dk)  # *b x S x n x m, without dk_scale
+            two = 2.0 * ctx.dk_scale
+            if ctx.needs_input_grad[0]:
+                grad_a = (a * g.sum(-1, keepdim=True) - g @ b).mul_(two)
+                grad_a = grad_a.sum_to_size(a.shape)
+            if ctx.needs_input_grad[1]:
+                gt = g.transpose(-1, -2)
+                grad_b = (b * gt.sum(-1, keepdim=True) - gt @ a).mul_(two)
+                grad_b = grad_b.sum_to_size(b.shape)
+        if k is not None:
+            grad_w = (grad * k).sum_to_size(w.shape)
+        return grad_a, grad_b, grad_w, None
+
+
 def stationary_correlation(sq_dist: Tensor, base_kernel: str) -> Tensor:
     r"""Correlation :math:`\kappa(r)` from squared scaled distances :math:`r^2`.
 
@@ -421,26 +488,15 @@ class AddTreeKernel(Kernel):
             sq = (z1 - z2).pow(2).sum(-1)  # *b x n x S
             k = stationary_correlation(sq, self.base_kernel)
             return (k * s1 * (ids1 == ids2)).sum(-1)
-        if z1.shape[-1] <= 4:
-            # Feature dimension first: the reduction then runs over the outer,
-            # contiguous axis, much faster than over a tiny last axis.
-            a, b = z1.movedim(-1, 0), z2.movedim(-1, 0)  # D x *b x n x S
-            sq = (a.unsqueeze(-2) - b.unsqueeze(-3)).pow(2).sum(0)  # *b n m S
-        else:
-            # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b per slot, centred for accuracy.
-            centre = z1.mean(dim=-3, keepdim=True)
-            a, b = z1 - centre, z2 - centre
-            cross = torch.einsum("...nsd,...msd->...nms", a, b)
-            sq = (
-                a.pow(2).sum(-1).unsqueeze(-2)
-                + b.pow(2).sum(-1).unsqueeze(-3)
-                - 2 * cross
-            ).clamp_min(0)
-        k = stationary_correlation(sq, self.base_kernel)  # *b x n x m x S
+        # Slot-first layout: every n x m block is contiguous, and the sum over
+        # slots runs over the outermost axis.
+        a = z1.movedim(-2, -3).contiguous()  # *b x S x n x D
+        b = z2.movedim(-2, -3).contiguous()  # *b x S x m x D
         # Only pairs in the same vertex of a slot interact; the weight carries
         # that vertex's output scale (zero for empty slots).
-        weight = (ids1.unsqueeze(-2) == ids2.unsqueeze(-3)) * s1.unsqueeze(-2)
-        return (k * weight).sum(-1)
+        same = ids1.movedim(-1, -2).unsqueeze(-1) == ids2.movedim(-1, -2).unsqueeze(-2)
+        weight = same * s1.movedim(-1, -2).unsqueeze(-1)  # *b x S x n x m
+        return _SlotGram.apply(a, b, weight, self.base_kernel)
 
     def vertex_covariance(self, z: Tensor, x: Tensor) -> Tensor:
         r"""Per-vertex cross-covariances, with the query treated as active everywhere.
