@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import warnings
 
 import pytest
@@ -91,34 +92,32 @@ def test_unsupported_ax_parameters_are_named():
         add_tree_generation_strategy(num_initial_trials=0)
 
 
-def test_add_tree_gp_runs_inside_ax_on_jenatton():
+def run_ax(search_space, objective, num_initial: int, num_trials: int):
+    """Run Sobol + AddTreeGP in Ax; return the strategy (its model is fitted)."""
     from ax.core.data import Data
     from ax.core.experiment import Experiment
     from ax.core.objective import Objective
     from ax.core.optimization_config import OptimizationConfig
     from pandas import DataFrame
 
+    space = tree_space_from_ax(search_space)
     logging.disable(logging.WARNING)
-    problem = Jenatton()
-    space = problem.space
     experiment = Experiment(
-        name="jenatton",
-        search_space=ax_search_space(space),
+        name="treebo",
+        search_space=search_space,
         optimization_config=OptimizationConfig(
             Objective("-f", metric_name_to_signature={"f": "f"})
         ),
     )
-    strategy = add_tree_generation_strategy(num_initial_trials=6, seed=0)
-    values = []
+    strategy = add_tree_generation_strategy(num_initial_trials=num_initial, seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for _ in range(9):
+        for _ in range(num_trials):
             (generator_run,) = strategy.gen(experiment=experiment, n=1)[0]
             trial = experiment.new_trial(generator_run=generator_run)
             params = dict(trial.arm.parameters)
             space.validate(params)  # only the active parameters, in bounds
-            value = problem.objective(params)
-            values.append(value)
+            value = objective(params)
             trial.mark_running(no_runner_required=True)
             row = {
                 "arm_name": trial.arm.name,
@@ -131,6 +130,12 @@ def test_add_tree_gp_runs_inside_ax_on_jenatton():
             experiment.attach_data(Data(df=DataFrame([row])))
             trial.mark_completed()
     logging.disable(logging.NOTSET)
+    return strategy
+
+
+def test_add_tree_gp_runs_inside_ax_on_jenatton():
+    problem = Jenatton()
+    strategy = run_ax(ax_search_space(problem.space), problem.objective, 6, 9)
     adapter = strategy.current_node.generator_spec_to_gen_from._fitted_adapter
     model = adapter.generator.surrogate.model
     assert isinstance(model, AddTreeGP)
@@ -148,3 +153,18 @@ def test_add_tree_gp_runs_inside_ax_on_jenatton():
     other_branch = x1.unsqueeze(-1) != x1.unsqueeze(-2)
     assert other_branch.any() and (K[other_branch] == 0).all()
     assert (K.diagonal() > 0).all()
+
+
+def test_ax_space_with_unordered_string_choice_and_log_scale():
+    # The common HPO case: a string choice (categorical for Ax) and a log-scale
+    # range. Ax's transforms keep one column per choice for AddTreeGP.
+    def objective(params):
+        return math.log10(params["lr"]) ** 2 + params.get("decay", 0.0)
+
+    strategy = run_ax(hpo_space(), objective, 4, 6)
+    adapter = strategy.current_node.generator_spec_to_gen_from._fitted_adapter
+    model = adapter.generator.surrogate.model
+    assert isinstance(model, AddTreeGP)
+    # Ax lists only non-empty dependents: root, sgd, adam and schedule=1 (whose
+    # vertex owns decay); a point with schedule=0 ends at the adam vertex.
+    assert model.tree.num_vertices == 4 and model.tree.num_paths == 2
