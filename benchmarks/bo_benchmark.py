@@ -22,6 +22,7 @@ Methods:
     *_loo         ... with hyper-parameters fitted by leave-one-out likelihood
                   (``fit_criterion="loo"``)
     *_shared      ... with lengthscales and output scales shared by all vertices
+    *_offsets     ... with a learned constant per vertex (``vertex_bias="all"``)
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
@@ -117,6 +118,8 @@ TREEBO_MODIFIERS = {
     "global": {"local_refinement": False},
     "loo": {"fit_criterion": "loo"},
     "shared": {"share_lengthscales": "all", "share_outputscales": "all"},
+    "offsets": {"vertex_bias": "all"},
+    "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},
 }

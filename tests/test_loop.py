@@ -8,6 +8,7 @@ import math
 import pytest
 
 from treebo import TreeOptimizer, minimize
+from treebo.loop import Trial
 from treebo.test_functions import Jenatton, jenatton_space
 
 
@@ -161,6 +162,37 @@ def test_local_interval_schedules_local_steps():
         TreeOptimizer(problem.space, local_interval=0)
 
 
+def test_local_patience_counts_global_failures_since_the_last_improvement():
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=2, local_patience=2)
+    params = problem.space.to_dicts(problem.space.sample(1, seed=0))[0]
+
+    def trial(value, kind):
+        return Trial(len(opt.history), params, value, kind=kind)
+
+    # minimize: lower is better; a failure (None) never improves.
+    for value, kind, failures, local_failures in [
+        (1.0, "initial", 0, 0),
+        (2.0, "initial", 0, 0),
+        (3.0, "bo", 1, 0),
+        (0.5, "bo", 0, 0),  # improvement
+        (None, "bo", 1, 0),
+        (0.7, "bo", 2, 0),
+        (0.9, "local", 0, 1),  # a local step restarts the global count
+        (0.8, "bo", 1, 1),
+        (0.6, "user", 1, 1),  # neither global nor local nor an improvement
+        (0.6, "local", 0, 2),
+        (0.4, "local", 0, 0),  # improvement
+    ]:
+        opt.history.append(trial(value, kind))
+        assert opt._failures() == (failures, local_failures)
+        assert opt._local_step_due() == (failures >= 2)
+    maximizer = TreeOptimizer(problem.space, maximize=True, local_patience=1)
+    maximizer.history = [trial(1.0, "initial"), trial(2.0, "bo"), trial(0.0, "bo")]
+    assert maximizer._failures() == (1, 0)
+    assert not TreeOptimizer(problem.space, local_patience=None)._local_step_due()
+
+
 def test_bad_loop_arguments():
     space = jenatton_space()
     with pytest.raises(ValueError, match="budget"):
@@ -175,6 +207,12 @@ def test_bad_loop_arguments():
         TreeOptimizer(space, fit_criterion="map")
     with pytest.raises(TypeError, match="TreeSpace"):
         TreeOptimizer({"x": 1})
+    with pytest.raises(ValueError, match="local_patience"):
+        TreeOptimizer(space, local_patience=0)
+    with pytest.raises(ValueError, match="vertex_bias"):
+        TreeOptimizer(space, vertex_bias="leaves")
+    with pytest.raises(ValueError, match="base_kernel"):
+        TreeOptimizer(space, base_kernel="cosine")
 
 
 def test_a_model_that_cannot_be_fitted_falls_back_to_random(monkeypatch):

@@ -36,7 +36,11 @@ from torch.quasirandom import SobolEngine
 
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
 from treebo.acquisition.fast_analytic import AddTreeLogEI
-from treebo.kernels.add_tree import validate_sharing
+from treebo.kernels.add_tree import (
+    BASE_KERNELS,
+    validate_sharing,
+    validate_vertex_bias,
+)
 from treebo.models.add_tree_gp import AddTreeGP
 from treebo.models.fit import fit_model, noise_floor_likelihood, validate_fit_criterion
 from treebo.optim.local_refinement import linf_distance, local_refinement_candidate
@@ -132,6 +136,11 @@ class TreeOptimizer:
             (default ``"depth"``: an unexplored branch keeps the amplitude
             learned on its siblings, so its posterior variance stays wide
             enough for the acquisition to try it).
+        base_kernel: Per-vertex correlation of the :class:`AddTreeKernel`,
+            ``"rbf"`` (default) or ``"matern52"``.
+        vertex_bias: Per-vertex constants of the :class:`AddTreeKernel`
+            (``"none"``, ``"empty"`` or ``"all"``: a learned offset for every
+            branch).
         path_selection: For ``"add_tree_ucb"``: ``"sum"`` (the paper) or
             ``"joint"`` (see :func:`~treebo.optim.optimize_add_tree_ucb`).
         local_refinement: When the global proposal lies on the incumbent's
@@ -144,6 +153,14 @@ class TreeOptimizer:
             is a local step as well (when the incumbent's path holds enough
             points), whatever the global acquisition prefers: a fixed share of
             the budget refines the incumbent while the rest explores.
+        local_patience: If set, a local step is also proposed after this many
+            consecutive global (``"bo"``) proposals that did not improve on the
+            incumbent: once the search has a good basin, exploration that keeps
+            failing hands over to refinement.
+        local_shrink: Halve the local box's largest half-width
+            (``local_radius``) after every local step that fails to improve
+            on the incumbent, restoring it on improvement (the trust-region
+            rule of TuRBO), so failed local steps cannot keep the box wide.
         fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
             (marginal likelihood) or ``"loo"`` (leave-one-out predictive
             likelihood, see :func:`~treebo.models.fit_model`).
@@ -167,10 +184,14 @@ class TreeOptimizer:
         warm_start: bool = True,
         share_lengthscales: str = "depth",
         share_outputscales: str = "depth",
+        base_kernel: str = "rbf",
+        vertex_bias: bool | str = "none",
         path_selection: str = "sum",
         local_refinement: bool = True,
         local_radius: float = 0.05,
         local_interval: int | None = None,
+        local_patience: int | None = None,
+        local_shrink: bool = False,
         fit_criterion: str = "mll",
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
@@ -200,6 +221,12 @@ class TreeOptimizer:
         self.warm_start = warm_start
         self.share_lengthscales = share_lengthscales
         self.share_outputscales = share_outputscales
+        if base_kernel not in BASE_KERNELS:
+            raise ValueError(
+                f"base_kernel must be one of {BASE_KERNELS}, got {base_kernel!r}."
+            )
+        self.base_kernel = base_kernel
+        self.vertex_bias = validate_vertex_bias(vertex_bias)
         self.path_selection = path_selection
         validate_sharing(share_lengthscales, "share_lengthscales")
         validate_sharing(share_outputscales, "share_outputscales")
@@ -209,14 +236,17 @@ class TreeOptimizer:
             raise ValueError(f"local_radius must be > 0, got {local_radius}.")
         self.local_refinement = local_refinement
         self.local_radius = local_radius
-        if local_interval is not None and not (
-            isinstance(local_interval, int) and local_interval >= 1
+        for name, value in (
+            ("local_interval", local_interval),
+            ("local_patience", local_patience),
         ):
-            raise ValueError(
-                f"local_interval must be a positive integer or None, got "
-                f"{local_interval!r}."
-            )
+            if value is not None and not (isinstance(value, int) and value >= 1):
+                raise ValueError(
+                    f"{name} must be a positive integer or None, got {value!r}."
+                )
         self.local_interval = local_interval
+        self.local_patience = local_patience
+        self.local_shrink = local_shrink
         self.device = (
             torch.device(device) if device is not None else torch.device("cpu")
         )
@@ -384,6 +414,8 @@ class TreeOptimizer:
                 likelihood=likelihood,
                 share_lengthscales=self.share_lengthscales,
                 share_outputscales=self.share_outputscales,
+                base_kernel=self.base_kernel,
+                vertex_bias=self.vertex_bias,
             ).to(X)
             if self.warm_start and self._state is not None and attempt == 0:
                 try:
@@ -407,21 +439,47 @@ class TreeOptimizer:
         return model
 
     def _local_candidate(self, X: Tensor, y: Tensor, seed: int) -> Tensor | None:
+        # Trust-region rule: every local step that fails to improve halves the
+        # largest box; an improvement restores it.
+        radius = self.local_radius
+        if self.local_shrink:
+            radius = radius * 0.5 ** min(self._failures()[1], 40)
         return local_refinement_candidate(
             self.space,
             X,
             y,
-            radius=self.local_radius,
+            radius=radius,
             noise_floor=self.noise_floor,
             seed=seed,
         )
 
     def _local_step_due(self) -> bool:
-        """Whether the ``local_interval`` schedule asks for a local step now."""
-        if not (self.local_refinement and self.local_interval):
+        """Whether ``local_interval`` or ``local_patience`` asks for a local step."""
+        if not self.local_refinement:
             return False
-        step = len(self.history) - self.n_initial  # model-based proposals so far
-        return step % self.local_interval == self.local_interval - 1
+        if self.local_interval:
+            step = len(self.history) - self.n_initial  # model-based proposals
+            if step % self.local_interval == self.local_interval - 1:
+                return True
+        if self.local_patience:
+            return self._failures()[0] >= self.local_patience
+        return False
+
+    def _failures(self) -> tuple[int, int]:
+        """Global proposals since the last improvement of the incumbent or the
+        last local step, and local steps since the last improvement."""
+        sign = 1.0 if self.maximize else -1.0
+        best, global_failures, local_failures = -math.inf, 0, 0
+        for trial in self.history:
+            score = -math.inf if trial.value is None else sign * trial.value
+            if score > best:
+                best, global_failures, local_failures = score, 0, 0
+            elif trial.kind == "local":
+                global_failures = 0
+                local_failures += 1
+            elif trial.kind == "bo":
+                global_failures += 1
+        return global_failures, local_failures
 
     def _propose(self) -> tuple[dict[str, Any], str]:
         """The next configuration and its kind (``"bo"`` or ``"local"``)."""

@@ -16,6 +16,7 @@ def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
     """Definition 4 as a double loop: sum over shared vertices of k_v."""
     tree = kernel.tree
     ls, scale = kernel.lengthscale.detach(), kernel.effective_outputscale().detach()
+    offset = kernel.effective_offset().detach()
     K = torch.zeros(X1.shape[0], X2.shape[0])
     for i in range(X1.shape[0]):
         for j in range(X2.shape[0]):
@@ -23,7 +24,10 @@ def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
                 path = tree.vertex_conditions(v.index)
                 on_i = all(abs(X1[i, c] - val) < 1e-9 for c, val in path)
                 on_j = all(abs(X2[j, c] - val) < 1e-9 for c, val in path)
-                if not (on_i and on_j) or scale[v.index] == 0:
+                if not (on_i and on_j):
+                    continue
+                K[i, j] += offset[v.index]
+                if not v.continuous_columns:
                     continue
                 cols = list(v.continuous_columns)
                 r2 = (
@@ -39,10 +43,12 @@ def randomize(kernel: AddTreeKernel, seed: int) -> None:
     g = torch.Generator().manual_seed(seed)
     kernel.lengthscale = 0.2 + torch.rand(kernel.lengthscale.shape, generator=g)
     kernel.outputscale = 0.1 + torch.rand(kernel.outputscale.shape, generator=g)
+    if kernel.vertex_bias != "none":
+        kernel.vertex_offset = 0.1 + torch.rand(kernel.outputscale.shape, generator=g)
 
 
 @pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
-@pytest.mark.parametrize("vertex_bias", [False, True])
+@pytest.mark.parametrize("vertex_bias", [False, True, "all"])
 def test_matches_brute_force_definition_4(tree_case, base_kernel, vertex_bias):
     d, deps = tree_case
     kernel = AddTreeKernel(d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias)
@@ -209,24 +215,29 @@ def test_sampling_the_priors_keeps_parameter_shapes(share, batch_shape):
     kernel = AddTreeKernel(
         9,
         deps,
+        vertex_bias="all",
         share_lengthscales=share,
         share_outputscales=share,
         batch_shape=batch_shape,
     )
     ls, os_ = kernel.group_lengthscale.clone(), kernel.group_outputscale.clone()
+    offset = kernel.vertex_offset.clone()
     torch.manual_seed(0)
     sample_all_priors(kernel)
     assert kernel.group_lengthscale.shape == ls.shape
     assert kernel.group_outputscale.shape == os_.shape
     assert (kernel.group_lengthscale != ls).all()
     assert (kernel.group_outputscale != os_).all()
+    assert kernel.vertex_offset.shape == offset.shape
+    assert (kernel.vertex_offset != offset).all()
     if batch_shape:  # independent draws per batch member
         assert not torch.equal(kernel.group_lengthscale[0], kernel.group_lengthscale[1])
 
 
-def test_vertex_covariance_is_the_per_vertex_term():
+@pytest.mark.parametrize("vertex_bias", ["none", "all"])
+def test_vertex_covariance_is_the_per_vertex_term(vertex_bias):
     d, deps = random_tree(2, max_depth=2)
-    kernel = AddTreeKernel(d, deps)
+    kernel = AddTreeKernel(d, deps, vertex_bias=vertex_bias)
     randomize(kernel, 5)
     Z, X = random_points(d, deps, 3, 11), random_points(d, deps, 5, 12)
     kv = kernel.vertex_covariance(Z, X).detach()  # 3 x V x 5
@@ -237,12 +248,18 @@ def test_vertex_covariance_is_the_per_vertex_term():
     full = (kv * active_z.unsqueeze(-1)).sum(-2)
     torch.testing.assert_close(full, kernel(Z, X).to_dense().detach())
     assert (kv[:, ~active_x.any(0)] == 0).all()
+    # At z = x the per-vertex term is the vertex's prior variance.
+    kxx = kernel.vertex_covariance(X, X).detach().diagonal(dim1=0, dim2=2).T
+    prior = kernel.vertex_prior_variance().detach().expand_as(kxx)
+    torch.testing.assert_close(kxx, prior * active_x)
 
 
 def test_bad_inputs_raise_named_errors():
     deps = {0: {0: [1], 1: [2]}}
     with pytest.raises(ValueError, match="base_kernel"):
         AddTreeKernel(3, deps, base_kernel="periodic")
+    with pytest.raises(ValueError, match="vertex_bias"):
+        AddTreeKernel(3, deps, vertex_bias="leaves")
     with pytest.raises(ValueError, match="outside"):
         AddTreeKernel(3, {0: {0: [5]}})
     with pytest.raises(ValueError, match="child of both"):

@@ -32,10 +32,11 @@ def fitted_jenatton_model(n: int = 20, seed: int = 0, **kwargs) -> tuple:
     return problem, model
 
 
+@pytest.mark.parametrize("vertex_bias", ["none", "all"])
 @pytest.mark.parametrize(
     "problem", [Jenatton(), GeneralizedJenatton(3, balanced=False)]
 )
-def test_vertex_means_sum_to_posterior_mean_on_every_path(problem):
+def test_vertex_means_sum_to_posterior_mean_on_every_path(problem, vertex_bias):
     space = problem.space
     X = space.sample(25, seed=1)
     model = AddTreeGP(
@@ -43,6 +44,7 @@ def test_vertex_means_sum_to_posterior_mean_on_every_path(problem):
         problem(X).unsqueeze(-1),
         space.to_hierarchical_dependencies(),
         bounds=space.bounds,
+        vertex_bias=vertex_bias,
     )
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     model.eval()

@@ -167,6 +167,20 @@ def _sharing_groups(tree: TreeStructure, share: str, name: str) -> Tensor:
     return torch.unique(group, return_inverse=True)[1]
 
 
+VERTEX_BIAS = ("none", "empty", "all")
+
+
+def validate_vertex_bias(vertex_bias: bool | str) -> str:
+    """Normalize ``vertex_bias`` (``True`` -> ``"empty"``, ``False`` -> ``"none"``)."""
+    if isinstance(vertex_bias, bool):
+        return "empty" if vertex_bias else "none"
+    if vertex_bias not in VERTEX_BIAS:
+        raise ValueError(
+            f"vertex_bias must be a bool or one of {VERTEX_BIAS}, got {vertex_bias!r}."
+        )
+    return vertex_bias
+
+
 def _first_of_groups(group: Tensor) -> Tensor:
     """``G``: the first vertex of each group."""
     V = group.numel()
@@ -210,10 +224,14 @@ class AddTreeKernel(Kernel):
     Args:
         dim: Number of input columns ``d``.
         hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
-        base_kernel: ``"matern52"`` (default) or ``"rbf"``.
-        vertex_bias: If true, every vertex without continuous columns contributes
-            a learned constant ``outputscale[v]`` (a per-branch offset);
-            otherwise such vertices contribute nothing.
+        base_kernel: ``"rbf"`` (default) or ``"matern52"``.
+        vertex_bias: Learned constants ``c_v >= 0`` added to ``k_v`` for pairs that
+            share vertex ``v`` (a random per-branch offset, the role of the
+            kernel on the choice columns in BoTorch's kernel): ``"none"`` (or
+            ``False``), ``"empty"`` (or ``True``: only vertices without
+            continuous columns, which otherwise contribute nothing) or
+            ``"all"`` (every vertex). The constants follow the output scales'
+            sharing groups.
         share_lengthscales: ``"none"`` (every vertex its own ARD lengthscales),
             ``"depth"`` (vertices at the same depth share them, so a branch with
             little data borrows the smoothness learned on its siblings) or
@@ -252,7 +270,7 @@ class AddTreeKernel(Kernel):
         dim: int,
         hierarchical_dependencies: HierarchicalDependencies,
         base_kernel: str = "rbf",
-        vertex_bias: bool = False,
+        vertex_bias: bool | str = False,
         share_lengthscales: str = "none",
         share_outputscales: str = "none",
         lengthscale_prior: Prior | None | bool = None,
@@ -275,7 +293,7 @@ class AddTreeKernel(Kernel):
             raise ValueError(f"tree has {self.tree.dim} columns but dim={dim}.")
         self.dim = dim
         self.base_kernel = base_kernel
-        self.vertex_bias = vertex_bias
+        self.vertex_bias = vertex_bias = validate_vertex_bias(vertex_bias)
         tree = self.tree
         V, d_max = tree.num_vertices, tree.max_vertex_dim
         self.register_buffer("vertex_columns", tree.vertex_columns.clone())
@@ -283,7 +301,15 @@ class AddTreeKernel(Kernel):
             "vertex_column_mask", tree.vertex_column_mask.to(torch.float64)
         )
         has_params = tree.vertex_dims > 0
-        contributes = torch.ones_like(has_params) if vertex_bias else has_params
+        if vertex_bias == "all":
+            has_offset = torch.ones_like(has_params)
+        elif vertex_bias == "empty":
+            has_offset = ~has_params
+        else:
+            has_offset = torch.zeros_like(has_params)
+        contributes = has_params | has_offset
+        self.register_buffer("vertex_has_params", has_params)
+        self.register_buffer("vertex_has_offset", has_offset)
         self.register_buffer("vertex_contributes", contributes)
         self.register_buffer("slot_weights", tree.slot_weights(contributes))
 
@@ -307,6 +333,12 @@ class AddTreeKernel(Kernel):
         self.register_parameter(
             "raw_outputscale", torch.nn.Parameter(torch.zeros(*batch_shape, G_os))
         )
+        if vertex_bias != "none":
+            self.register_parameter(
+                "raw_vertex_offset",
+                torch.nn.Parameter(torch.zeros(*batch_shape, G_os)),
+            )
+            self.register_constraint("raw_vertex_offset", GreaterThan(1e-8))
         if lengthscale_constraint is None:
             lengthscale_constraint = Interval(2.5e-3, 1e3, initial_value=1.0)
         if outputscale_constraint is None:
@@ -346,10 +378,25 @@ class AddTreeKernel(Kernel):
                 AddTreeKernel._outputscale_param,
                 AddTreeKernel._outputscale_closure,
             )
+        if vertex_bias != "none":
+            # Offsets: a tenth of an output scale a priori.
+            from gpytorch.priors import LogNormalPrior
+
+            self.register_prior(
+                "vertex_offset_prior",
+                LogNormalPrior(
+                    loc=torch.tensor(-math.log(10.0 * path_len)),
+                    scale=torch.tensor(1.5),
+                ),
+                AddTreeKernel._offset_param,
+                AddTreeKernel._offset_closure,
+            )
         # Initial values: the default prior's mode for lengthscales, and output
         # scales that sum to 1 along the longest path.
         self._set_group_lengthscale(init_ls.expand(*batch_shape, G, d_max))
         self.outputscale = torch.full((*batch_shape, V), 1.0 / path_len)
+        if vertex_bias != "none":
+            self.vertex_offset = torch.full((*batch_shape, V), 0.1 / path_len)
 
     # -------------------------------------------------------- hyper-params
     @staticmethod
@@ -367,6 +414,14 @@ class AddTreeKernel(Kernel):
     @staticmethod
     def _outputscale_closure(m: AddTreeKernel, v: Tensor) -> None:
         m._set_group_outputscale(_fold_prior_sample(v, m.raw_outputscale.shape))
+
+    @staticmethod
+    def _offset_param(m: AddTreeKernel) -> Tensor:
+        return m.raw_vertex_offset_constraint.transform(m.raw_vertex_offset)
+
+    @staticmethod
+    def _offset_closure(m: AddTreeKernel, v: Tensor) -> None:
+        m._set_group_offset(_fold_prior_sample(v, m.raw_vertex_offset.shape))
 
     @property
     def group_lengthscale(self) -> Tensor:
@@ -427,9 +482,41 @@ class AddTreeKernel(Kernel):
             )
         )
 
+    @property
+    def vertex_offset(self) -> Tensor:
+        """``batch_shape x V`` per-vertex constants (zeros if ``vertex_bias`` is
+        ``"none"``; only vertices that carry one use theirs)."""
+        if self.vertex_bias == "none":
+            return torch.zeros_like(self.outputscale)
+        offset = self.raw_vertex_offset_constraint.transform(self.raw_vertex_offset)
+        return offset[..., self.outputscale_group]
+
+    @vertex_offset.setter
+    def vertex_offset(self, value: Tensor | float) -> None:
+        """Set per-vertex constants (``V``, or a scalar); see ``outputscale``."""
+        if self.vertex_bias == "none":
+            raise AttributeError("vertex_offset needs vertex_bias 'empty' or 'all'.")
+        value = torch.as_tensor(value).to(self.raw_vertex_offset)
+        if value.dim() >= 1 and value.shape[-1] == self.outputscale_group.numel():
+            value = value[..., _first_of_groups(self.outputscale_group)]
+        self._set_group_offset(value)
+
+    def _set_group_offset(self, value: Tensor | float) -> None:
+        value = torch.as_tensor(value).to(self.raw_vertex_offset)
+        self.initialize(
+            raw_vertex_offset=self.raw_vertex_offset_constraint.inverse_transform(
+                value.expand_as(self.raw_vertex_offset)
+            )
+        )
+
     def effective_outputscale(self) -> Tensor:
-        """Output scales with non-contributing vertices set to zero."""
-        return self.outputscale * self.vertex_contributes.to(self.outputscale)
+        """Output scales, zero for vertices without continuous columns."""
+        return self.outputscale * self.vertex_has_params.to(self.outputscale)
+
+    def effective_offset(self) -> Tensor:
+        """Per-vertex constants, zero for vertices that carry none."""
+        offset = self.vertex_offset
+        return offset * self.vertex_has_offset.to(offset)
 
     # ----------------------------------------------------------- features
     def _vertex_features(self, x: Tensor) -> Tensor:
@@ -441,8 +528,9 @@ class AddTreeKernel(Kernel):
         ls = self.lengthscale.unsqueeze(-3)  # *kb x 1 x V x D_max
         return z / ls * self.vertex_column_mask.to(z)
 
-    def _slot_features(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """Per-slot vertex ids, scaled features and output scales of ``x``."""
+    def _slot_features(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
+        """Per-slot vertex ids, scaled features, output scales and constants
+        (None without ``vertex_bias``) of ``x``."""
         tree = self.tree
         active = tree.vertex_activity(x)
         ids = tree.slot_vertices(active, weights=self.slot_weights)
@@ -456,7 +544,13 @@ class AddTreeKernel(Kernel):
         scale = torch.cat([scale, torch.zeros_like(scale[..., :1])], dim=-1)
         scale = scale.unsqueeze(-2).expand(*batch, scale.shape[-1])
         s_slot = torch.take_along_dim(scale, ids, dim=-1)
-        return ids, z_slot, s_slot
+        o_slot = None
+        if self.vertex_bias != "none":
+            offset = self.effective_offset()
+            offset = torch.cat([offset, torch.zeros_like(offset[..., :1])], dim=-1)
+            offset = offset.unsqueeze(-2).expand(*batch, offset.shape[-1])
+            o_slot = torch.take_along_dim(offset, ids, dim=-1)
+        return ids, z_slot, s_slot, o_slot
 
     def forward(
         self,
@@ -476,8 +570,8 @@ class AddTreeKernel(Kernel):
                     f"AddTreeKernel expects {name} with {self.dim} columns, got "
                     f"shape {tuple(x.shape)}."
                 )
-        ids1, z1, s1 = self._slot_features(x1)
-        ids2, z2, _ = self._slot_features(x2)
+        ids1, z1, s1, o1 = self._slot_features(x1)
+        ids2, z2, _, _ = self._slot_features(x2)
         # Align batch ranks without copying (a batch of queries against one
         # training set must not recompute the training set's features).
         rank = max(ids1.dim(), ids2.dim())
@@ -487,6 +581,9 @@ class AddTreeKernel(Kernel):
         if diag:
             sq = (z1 - z2).pow(2).sum(-1)  # *b x n x S
             k = stationary_correlation(sq, self.base_kernel)
+            if o1 is not None:
+                k = k * s1 + _lead(o1, rank)
+                return (k * (ids1 == ids2)).sum(-1)
             return (k * s1 * (ids1 == ids2)).sum(-1)
         # Slot-first layout: every n x m block is contiguous, and the sum over
         # slots runs over the outermost axis.
@@ -496,13 +593,17 @@ class AddTreeKernel(Kernel):
         # that vertex's output scale (zero for empty slots).
         same = ids1.movedim(-1, -2).unsqueeze(-1) == ids2.movedim(-1, -2).unsqueeze(-2)
         weight = same * s1.movedim(-1, -2).unsqueeze(-1)  # *b x S x n x m
-        return _SlotGram.apply(a, b, weight, self.base_kernel)
+        gram = _SlotGram.apply(a, b, weight, self.base_kernel)
+        if o1 is None:
+            return gram
+        offsets = same * _lead(o1, rank).movedim(-1, -2).unsqueeze(-1)
+        return gram + offsets.sum(-3)
 
     def vertex_covariance(self, z: Tensor, x: Tensor) -> Tensor:
         r"""Per-vertex cross-covariances, with the query treated as active everywhere.
 
         Component ``v`` of the Add-Tree GP has covariance
-        :math:`k_v(z, x) = \sigma_v^2 \kappa((z|_v - x|_v)/\ell_v)\,a_v(x)`
+        :math:`k_v(z, x) = (\sigma_v^2 \kappa((z|_v - x|_v)/\ell_v) + c_v)\,a_v(x)`
         between a query ``z`` that passes through ``v`` and a point ``x``
         (:math:`a_v(x)` is 1 iff ``v`` is active at ``x``).
 
@@ -519,8 +620,11 @@ class AddTreeKernel(Kernel):
         k = stationary_correlation(diff.pow(2).sum(-1), self.base_kernel)
         active = self.tree.vertex_activity(x).to(k).transpose(-1, -2)  # *b x V x n
         scale = self.effective_outputscale().unsqueeze(-1)  # *kb x V x 1
-        return k * (active * scale).unsqueeze(-3)
+        k = k * scale.unsqueeze(-3)
+        if self.vertex_bias != "none":
+            k = k + self.effective_offset().unsqueeze(-1).unsqueeze(-3)
+        return k * active.unsqueeze(-3)
 
     def vertex_prior_variance(self) -> Tensor:
         """``batch_shape x V`` prior variance of each vertex's component."""
-        return self.effective_outputscale()
+        return self.effective_outputscale() + self.effective_offset()
