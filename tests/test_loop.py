@@ -182,7 +182,9 @@ def test_local_patience_counts_global_failures_since_the_last_improvement():
         (0.8, "bo", 1, 1),
         (0.6, "user", 1, 1),  # neither global nor local nor an improvement
         (0.6, "local", 0, 2),
-        (0.4, "local", 0, 0),  # improvement
+        (0.4, "local", 0, 2),  # a local improvement keeps the box
+        (0.45, "local", 0, 3),
+        (0.3, "bo", 0, 0),  # a global improvement restores it
     ]:
         opt.history.append(trial(value, kind))
         assert opt._failures() == (failures, local_failures)

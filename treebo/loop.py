@@ -159,8 +159,9 @@ class TreeOptimizer:
             failing hands over to refinement.
         local_shrink: Halve the local box's largest half-width
             (``local_radius``) after every local step that fails to improve
-            on the incumbent, restoring it on improvement (the trust-region
-            rule of TuRBO), so failed local steps cannot keep the box wide.
+            on the incumbent (the trust-region rule of TuRBO), so failed local
+            steps cannot keep the box wide; an improvement found by a global
+            proposal (possibly in a new basin) restores it.
         fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
             (marginal likelihood) or ``"loo"`` (leave-one-out predictive
             likelihood, see :func:`~treebo.models.fit_model`).
@@ -440,7 +441,7 @@ class TreeOptimizer:
 
     def _local_candidate(self, X: Tensor, y: Tensor, seed: int) -> Tensor | None:
         # Trust-region rule: every local step that fails to improve halves the
-        # largest box; an improvement restores it.
+        # largest box; an improvement that is not a local step restores it.
         radius = self.local_radius
         if self.local_shrink:
             radius = radius * 0.5 ** min(self._failures()[1], 40)
@@ -467,16 +468,19 @@ class TreeOptimizer:
 
     def _failures(self) -> tuple[int, int]:
         """Global proposals since the last improvement of the incumbent or the
-        last local step, and local steps since the last improvement."""
+        last local step, and failed local steps since the incumbent last
+        improved by anything but a local step (a new basin)."""
         sign = 1.0 if self.maximize else -1.0
         best, global_failures, local_failures = -math.inf, 0, 0
         for trial in self.history:
             score = -math.inf if trial.value is None else sign * trial.value
-            if score > best:
-                best, global_failures, local_failures = score, 0, 0
-            elif trial.kind == "local":
+            improved = score > best
+            best = max(best, score)
+            if trial.kind == "local":
                 global_failures = 0
-                local_failures += 1
+                local_failures += 0 if improved else 1
+            elif improved:
+                global_failures = local_failures = 0
             elif trial.kind == "bo":
                 global_failures += 1
         return global_failures, local_failures

@@ -36,26 +36,38 @@ BASE_KERNELS = ("rbf", "matern52")
 _SQRT5 = math.sqrt(5.0)
 
 
+def _matern52_parts(sq_dist: Tensor) -> tuple[Tensor, Tensor]:
+    r"""Matern-5/2 correlation and the factor of its derivative.
+
+    For squared distances :math:`r^2 \ge 0`, returns
+    :math:`\kappa = (1 + \sqrt5 r + 5r^2/3)e^{-\sqrt5 r}` and
+    :math:`t = (1 + \sqrt5 r) e^{-\sqrt5 r}`, with
+    :math:`d\kappa/d(r^2) = -\tfrac56 t` (finite at :math:`r = 0`).
+    """
+    r = sq_dist.clamp_min(0).sqrt()
+    e = r.mul(-_SQRT5).exp_()
+    t = r.mul_(_SQRT5).add_(1.0).mul_(e)  # (1 + sqrt5 r) e, in r's storage
+    k = torch.add(t, sq_dist * e, alpha=5.0 / 3.0)
+    return k, t
+
+
 class _Matern52FromSquared(torch.autograd.Function):
     r"""Matern-5/2 correlation of squared distances with a fused backward.
 
-    :math:`\kappa = (1 + \sqrt5 r + 5r^2/3)e^{-\sqrt5 r}` and
-    :math:`d\kappa/d(r^2) = -\tfrac56 (1 + \sqrt5 r) e^{-\sqrt5 r}`, finite at
-    :math:`r = 0`; saving only :math:`r` and the exponential keeps memory and
-    time of the backward pass low on large ``n x m x S`` tensors.
+    Saving only the derivative factor of :func:`_matern52_parts` keeps memory
+    and time of the backward pass low on large ``n x m x S`` tensors.
     """
 
     @staticmethod
     def forward(ctx, sq_dist: Tensor) -> Tensor:
-        r = sq_dist.clamp_min(0).sqrt()
-        e = torch.exp(-_SQRT5 * r)
-        ctx.save_for_backward(r, e)
-        return (1.0 + _SQRT5 * r + (5.0 / 3.0) * sq_dist) * e
+        k, t = _matern52_parts(sq_dist)
+        ctx.save_for_backward(t)
+        return k
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> Tensor:
-        r, e = ctx.saved_tensors
-        return grad * (-(5.0 / 6.0) * (1.0 + _SQRT5 * r) * e)
+        (t,) = ctx.saved_tensors
+        return grad * t * (-5.0 / 6.0)
 
 
 def _pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
@@ -96,11 +108,8 @@ class _SlotGram(torch.autograd.Function):
             dk = k if needs_ab else None  # dk/d(sq) = -k / 2, scaled in backward
             ctx.dk_scale = -0.5
         else:
-            r = sq.sqrt()
-            e = r.mul(-_SQRT5).exp_()
-            t = r.mul_(_SQRT5).add_(1.0)  # 1 + sqrt5 r, shared with dk
-            k = torch.add(t, sq, alpha=5.0 / 3.0).mul_(e)
-            dk = t.mul_(e) if needs_ab else None  # dk/d(sq) = -5/6 of this
+            k, t = _matern52_parts(sq)
+            dk = t if needs_ab else None  # dk/d(sq) = -5/6 of this
             ctx.dk_scale = -5.0 / 6.0
         ctx.save_for_backward(a, b, w, k if ctx.needs_input_grad[2] else None, dk)
         return (k * w).sum(-3)
