@@ -23,6 +23,10 @@ Methods:
                   (``fit_criterion="loo"``)
     *_shared      ... with lengthscales and output scales shared by all vertices
     *_offsets     ... with a learned constant per vertex (``vertex_bias="all"``)
+    *_shrink      ... with the local box halved per failed local step
+                  (``local_shrink=True``)
+    *_exploit     ... with a global noise floor of 1e-3 (the local model keeps
+                  1e-6) and ``local_shrink=True``
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
@@ -119,6 +123,8 @@ TREEBO_MODIFIERS = {
     "loo": {"fit_criterion": "loo"},
     "shared": {"share_lengthscales": "all", "share_outputscales": "all"},
     "offsets": {"vertex_bias": "all"},
+    "shrink": {"local_shrink": True},
+    "exploit": {"noise_floor": 1e-3, "local_shrink": True},
     "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},

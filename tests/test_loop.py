@@ -195,6 +195,27 @@ def test_local_patience_counts_global_failures_since_the_last_improvement():
     assert not TreeOptimizer(problem.space, local_patience=None)._local_step_due()
 
 
+@pytest.mark.parametrize("shrink", [False, True])
+def test_local_shrink_halves_the_box_per_failed_local_step(monkeypatch, shrink):
+    import treebo.loop as loop
+
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, local_radius=0.08, local_shrink=shrink)
+    params = problem.space.to_dicts(problem.space.sample(1, seed=0))[0]
+    for value, kind in [(1.0, "initial"), (0.5, "bo"), (0.7, "local"), (0.6, "local")]:
+        opt.history.append(Trial(len(opt.history), params, value, kind=kind))
+    radii = []
+
+    def spy(space, X, y, radius, **kwargs):
+        radii.append(radius)
+        return None
+
+    monkeypatch.setattr(loop, "local_refinement_candidate", spy)
+    X, y = opt.training_data()
+    assert opt._local_candidate(X, y, seed=0) is None
+    assert radii == [0.02 if shrink else 0.08]
+
+
 def test_bad_loop_arguments():
     space = jenatton_space()
     with pytest.raises(ValueError, match="budget"):

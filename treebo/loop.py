@@ -162,6 +162,9 @@ class TreeOptimizer:
             on the incumbent (the trust-region rule of TuRBO), so failed local
             steps cannot keep the box wide; an improvement found by a global
             proposal (possibly in a new basin) restores it.
+        local_noise_floor: Lower bound on the local model's noise variance,
+            standardized over the neighbourhood (its resolution, independent
+            of the global model's ``noise_floor``).
         fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
             (marginal likelihood) or ``"loo"`` (leave-one-out predictive
             likelihood, see :func:`~treebo.models.fit_model`).
@@ -193,6 +196,7 @@ class TreeOptimizer:
         local_interval: int | None = None,
         local_patience: int | None = None,
         local_shrink: bool = False,
+        local_noise_floor: float = 1e-6,
         fit_criterion: str = "mll",
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
@@ -248,6 +252,9 @@ class TreeOptimizer:
         self.local_interval = local_interval
         self.local_patience = local_patience
         self.local_shrink = local_shrink
+        if not local_noise_floor > 0:
+            raise ValueError(f"local_noise_floor must be > 0, got {local_noise_floor}.")
+        self.local_noise_floor = local_noise_floor
         self.device = (
             torch.device(device) if device is not None else torch.device("cpu")
         )
@@ -450,7 +457,7 @@ class TreeOptimizer:
             X,
             y,
             radius=radius,
-            noise_floor=self.noise_floor,
+            noise_floor=self.local_noise_floor,
             seed=seed,
         )
 
