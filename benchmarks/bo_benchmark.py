@@ -27,6 +27,8 @@ Methods:
                   (``local_shrink=True``)
     *_exploit     ... with a global noise floor of 1e-3 (the local model keeps
                   1e-6) and ``local_shrink=True``
+    *_mixed       ... with global noise floors 1e-3 and 1e-6 alternating, and
+                  ``local_shrink=True``
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
@@ -125,6 +127,7 @@ TREEBO_MODIFIERS = {
     "offsets": {"vertex_bias": "all"},
     "shrink": {"local_shrink": True},
     "exploit": {"noise_floor": 1e-3, "local_shrink": True},
+    "mixed": {"noise_floor": (1e-3, 1e-6), "local_shrink": True},
     "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},

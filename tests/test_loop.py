@@ -216,6 +216,24 @@ def test_local_shrink_halves_the_box_per_failed_local_step(monkeypatch, shrink):
     assert radii == [0.02 if shrink else 0.08]
 
 
+def test_a_sequence_of_noise_floors_is_cycled_over_proposals():
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, noise_floor=(1e-2, 1e-6))
+    floors = []
+    for _ in range(9):
+        if len(opt.history) >= opt.n_initial:
+            floors.append(opt._current_noise_floor())
+            model = opt.fit_model()
+            assert model.likelihood.noise.item() >= floors[-1]
+        params = opt.ask()
+        opt.tell(params, problem.objective(params))
+    assert floors == [1e-2, 1e-6, 1e-2, 1e-6]
+    with pytest.raises(ValueError, match="noise_floor"):
+        TreeOptimizer(problem.space, noise_floor=())
+    with pytest.raises(ValueError, match="noise_floor"):
+        TreeOptimizer(problem.space, noise_floor=(1e-3, 0.0))
+
+
 def test_bad_loop_arguments():
     space = jenatton_space()
     with pytest.raises(ValueError, match="budget"):

@@ -24,7 +24,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,7 +126,10 @@ class TreeOptimizer:
         beta: UCB exploration weight(s); default the paper's
             ``0.2 d_v log(2t)``.
         noise_floor: Lower bound on the inferred noise variance (standardized
-            units). Small values suit deterministic objectives.
+            units). Small values suit deterministic objectives; larger ones make
+            LogEI exploit the incumbent's basin sooner. A sequence is cycled
+            over the model-based proposals, e.g. ``(1e-3, 1e-6)`` alternates an
+            exploiting and an exploring model.
         num_restarts: Optimizer starts (per vertex for UCB, per path for EI).
         raw_samples: Random points scored to choose the starts.
         warm_start: Start each fit from the previous hyper-parameters.
@@ -182,7 +185,7 @@ class TreeOptimizer:
         n_initial: int | None = None,
         seed: int | None = None,
         beta: float | Tensor | None = None,
-        noise_floor: float = 1e-6,
+        noise_floor: float | Sequence[float] = 1e-6,
         num_restarts: int = 10,
         raw_samples: int = 512,
         warm_start: bool = True,
@@ -212,8 +215,16 @@ class TreeOptimizer:
             n_initial = min(20, max(5, space.num_paths + 1))
         if n_initial < 1:
             raise ValueError(f"n_initial must be >= 1, got {n_initial}.")
-        if not noise_floor > 0:
-            raise ValueError(f"noise_floor must be > 0, got {noise_floor}.")
+        floors = (
+            (noise_floor,) if isinstance(noise_floor, (int, float)) else noise_floor
+        )
+        floors = tuple(floors)
+        if not floors or not all(isinstance(f, (int, float)) and f > 0 for f in floors):
+            raise ValueError(
+                f"noise_floor must be > 0 (or a non-empty sequence of such), got "
+                f"{noise_floor!r}."
+            )
+        self._noise_floors = floors
         self.space = space
         self.acquisition = acquisition
         self.maximize = maximize
@@ -410,9 +421,8 @@ class TreeOptimizer:
         deps = self.space.to_hierarchical_dependencies()
         bounds = self.space.bounds.to(X)
         last_error: Exception | None = None
-        for attempt, floor in enumerate(
-            (self.noise_floor, self.noise_floor * 100, self.noise_floor * 1e4)
-        ):
+        base = self._current_noise_floor()
+        for attempt, floor in enumerate((base, base * 100, base * 1e4)):
             likelihood = noise_floor_likelihood(floor)
             model = AddTreeGP(
                 X,
@@ -445,6 +455,11 @@ class TreeOptimizer:
         }
         self.last_model = model
         return model
+
+    def _current_noise_floor(self) -> float:
+        """The global model's noise floor for the next proposal (cycled)."""
+        step = max(0, len(self.history) - self.n_initial)
+        return self._noise_floors[step % len(self._noise_floors)]
 
     def _local_candidate(self, X: Tensor, y: Tensor, seed: int) -> Tensor | None:
         # Trust-region rule: every local step that fails to improve halves the
