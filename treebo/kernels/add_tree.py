@@ -13,6 +13,8 @@ where :math:`x|_v` are the continuous parameters owned by vertex :math:`v`,
 and :math:`\kappa` an RBF or Matern-5/2 correlation (Definition 4 / Algorithm 1 of
 the paper). Each term is the product of a delta kernel on "both points pass
 through :math:`v`" and a stationary kernel, so the sum is PSD (Proposition 1).
+With ``vertex_bias``, each shared vertex also adds a learned constant
+:math:`c_v \ge 0` (a random offset per branch), which keeps the sum PSD.
 
 Evaluation is vectorized over vertices with the slot encoding of
 :class:`~treebo.structure.TreeStructure`: each point has at most one active
