@@ -390,7 +390,7 @@ class AddTreeKernel(Kernel):
                 AddTreeKernel._outputscale_closure,
             )
         if vertex_bias != "none":
-            # Offsets: a tenth of an output scale a priori.
+            # Offsets: a tenth of an output scale a priori and initially.
             from gpytorch.priors import LogNormalPrior
 
             self.register_prior(
@@ -402,12 +402,11 @@ class AddTreeKernel(Kernel):
                 AddTreeKernel._offset_param,
                 AddTreeKernel._offset_closure,
             )
+            self.vertex_offset = torch.full((*batch_shape, V), 0.1 / path_len)
         # Initial values: the default prior's mode for lengthscales, and output
         # scales that sum to 1 along the longest path.
         self._set_group_lengthscale(init_ls.expand(*batch_shape, G, d_max))
         self.outputscale = torch.full((*batch_shape, V), 1.0 / path_len)
-        if vertex_bias != "none":
-            self.vertex_offset = torch.full((*batch_shape, V), 0.1 / path_len)
 
     # -------------------------------------------------------- hyper-params
     @staticmethod
@@ -439,13 +438,16 @@ class AddTreeKernel(Kernel):
         """``batch_shape x G x D_max`` lengthscales of the sharing groups."""
         return self.raw_lengthscale_constraint.transform(self.raw_lengthscale)
 
+    def _set_constrained(self, name: str, value: Tensor | float) -> None:
+        """Set the raw parameter ``name`` so that its constrained value is
+        ``value`` (broadcast to the parameter's shape)."""
+        raw = getattr(self, name)
+        value = torch.as_tensor(value).to(raw)
+        constraint = getattr(self, f"{name}_constraint")
+        self.initialize(**{name: constraint.inverse_transform(value.expand_as(raw))})
+
     def _set_group_lengthscale(self, value: Tensor | float) -> None:
-        value = torch.as_tensor(value).to(self.raw_lengthscale)
-        self.initialize(
-            raw_lengthscale=self.raw_lengthscale_constraint.inverse_transform(
-                value.expand_as(self.raw_lengthscale)
-            )
-        )
+        self._set_constrained("raw_lengthscale", value)
 
     @property
     def lengthscale(self) -> Tensor:
@@ -480,18 +482,18 @@ class AddTreeKernel(Kernel):
 
         With shared output scales, each group takes the value of its first vertex.
         """
+        self._set_group_outputscale(self._per_group(value))
+
+    def _per_group(self, value: Tensor | float) -> Tensor:
+        """Per-vertex values (``... x V``) -> values of the output-scale groups
+        (each group takes its first vertex's); scalars pass through."""
         value = torch.as_tensor(value).to(self.raw_outputscale)
         if value.dim() >= 1 and value.shape[-1] == self.outputscale_group.numel():
             value = value[..., _first_of_groups(self.outputscale_group)]
-        self._set_group_outputscale(value)
+        return value
 
     def _set_group_outputscale(self, value: Tensor | float) -> None:
-        value = torch.as_tensor(value).to(self.raw_outputscale)
-        self.initialize(
-            raw_outputscale=self.raw_outputscale_constraint.inverse_transform(
-                value.expand_as(self.raw_outputscale)
-            )
-        )
+        self._set_constrained("raw_outputscale", value)
 
     @property
     def vertex_offset(self) -> Tensor:
@@ -507,18 +509,10 @@ class AddTreeKernel(Kernel):
         """Set per-vertex constants (``V``, or a scalar); see ``outputscale``."""
         if self.vertex_bias == "none":
             raise AttributeError("vertex_offset needs vertex_bias 'empty' or 'all'.")
-        value = torch.as_tensor(value).to(self.raw_vertex_offset)
-        if value.dim() >= 1 and value.shape[-1] == self.outputscale_group.numel():
-            value = value[..., _first_of_groups(self.outputscale_group)]
-        self._set_group_offset(value)
+        self._set_group_offset(self._per_group(value))
 
     def _set_group_offset(self, value: Tensor | float) -> None:
-        value = torch.as_tensor(value).to(self.raw_vertex_offset)
-        self.initialize(
-            raw_vertex_offset=self.raw_vertex_offset_constraint.inverse_transform(
-                value.expand_as(self.raw_vertex_offset)
-            )
-        )
+        self._set_constrained("raw_vertex_offset", value)
 
     def effective_outputscale(self) -> Tensor:
         """Output scales, zero for vertices without continuous columns."""
