@@ -171,27 +171,27 @@ def test_local_patience_counts_global_failures_since_the_last_improvement():
         return Trial(len(opt.history), params, value, kind=kind)
 
     # minimize: lower is better; a failure (None) never improves.
-    for value, kind, failures, local_failures in [
-        (1.0, "initial", 0, 0),
-        (2.0, "initial", 0, 0),
-        (3.0, "bo", 1, 0),
-        (0.5, "bo", 0, 0),  # improvement
-        (None, "bo", 1, 0),
-        (0.7, "bo", 2, 0),
-        (0.9, "local", 0, 1),  # a local step restarts the global count
-        (0.8, "bo", 1, 1),
-        (0.6, "user", 1, 1),  # neither global nor local nor an improvement
-        (0.6, "local", 0, 2),
-        (0.4, "local", 0, 2),  # a local improvement keeps the box
-        (0.45, "local", 0, 3),
-        (0.3, "bo", 0, 0),  # a global improvement restores it
+    for value, kind, failures, local_failures, streak in [
+        (1.0, "initial", 0, 0, 0),
+        (2.0, "initial", 0, 0, 0),
+        (3.0, "bo", 1, 0, 0),
+        (0.5, "bo", 0, 0, 0),  # improvement
+        (None, "bo", 1, 0, 0),
+        (0.7, "bo", 2, 0, 0),
+        (0.9, "local", 0, 1, 1),  # a local step restarts the global count
+        (0.8, "bo", 1, 1, 1),
+        (0.6, "user", 1, 1, 1),  # neither global nor local nor an improvement
+        (0.6, "local", 0, 2, 2),
+        (0.4, "local", 0, 2, 0),  # a local improvement keeps the box
+        (0.45, "local", 0, 3, 1),
+        (0.3, "bo", 0, 0, 0),  # a global improvement restores it
     ]:
         opt.history.append(trial(value, kind))
-        assert opt._failures() == (failures, local_failures)
+        assert opt._failures() == (failures, local_failures, streak)
         assert opt._local_step_due() == (failures >= 2)
     maximizer = TreeOptimizer(problem.space, maximize=True, local_patience=1)
     maximizer.history = [trial(1.0, "initial"), trial(2.0, "bo"), trial(0.0, "bo")]
-    assert maximizer._failures() == (1, 0)
+    assert maximizer._failures() == (1, 0, 0)
     assert not TreeOptimizer(problem.space, local_patience=None)._local_step_due()
 
 
@@ -234,6 +234,75 @@ def test_a_sequence_of_noise_floors_is_cycled_over_proposals():
         TreeOptimizer(problem.space, noise_floor=(1e-3, 0.0))
 
 
+def test_greedy_noise_floor_holds_while_the_basin_is_open():
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(
+        problem.space, n_initial=1, greedy_noise_floor=1e-3, basin_patience=2
+    )
+    params = problem.space.to_dicts(problem.space.sample(1, seed=0))[0]
+    # minimize; (value, kind, basin open after it)
+    for value, kind, is_open in [
+        (1.0, "initial", True),
+        (0.5, "bo", True),
+        (0.6, "local", True),  # one failed local step
+        (0.4, "local", True),  # a local improvement restarts the count
+        (0.45, "local", True),
+        (0.41, "local", False),  # two failures in a row resolve the basin
+        (0.9, "bo", False),
+        (0.3, "bo", True),  # a global improvement: a new basin
+    ]:
+        opt.history.append(Trial(len(opt.history), params, value, kind=kind))
+        assert opt.basin_open == is_open
+        assert opt._current_noise_floor() == (1e-3 if is_open else 1e-6)
+    assert TreeOptimizer(problem.space)._current_noise_floor() == 1e-6
+
+
+def test_a_resolved_basin_sends_the_global_proposal_to_another_path(monkeypatch):
+    import torch
+
+    import treebo.loop as loop
+    from treebo.optim.tree_optimize import TreeCandidate
+
+    problem = Jenatton("paper")
+    space = problem.space
+    opt = TreeOptimizer(
+        space, seed=0, n_initial=6, greedy_noise_floor=1e-3, basin_patience=1
+    )
+    for _ in range(6):
+        params = opt.ask()
+        opt.tell(params, problem.objective(params))
+    X, y = opt.training_data()
+    incumbent = X[int(y.argmax())]
+    # Every path's best point: the incumbent's path holds the incumbent itself.
+    rows = space.sample(space.num_paths, seed=3, canonical=True)
+    rows = space.set_paths(rows, torch.arange(space.num_paths))
+    own = int(
+        (
+            space.tree.vertex_activity(incumbent.unsqueeze(0)).double()
+            @ space.tree.path_vertex_mask.double().T
+        ).argmax()
+    )
+    rows[own] = incumbent
+    values = torch.arange(space.num_paths, dtype=torch.float64)
+    values[own] = 10.0  # the acquisition prefers the incumbent's basin
+    second = int(values.argsort(descending=True)[1])
+    fake = TreeCandidate(rows[own : own + 1], values[own], own, values, rows)
+    monkeypatch.setattr(loop, "optimize_acqf_tree", lambda *a, **k: fake)
+    monkeypatch.setattr(opt, "fit_model", lambda: None)
+    monkeypatch.setattr(loop, "AddTreeLogEI", lambda *a, **k: None)
+    monkeypatch.setattr(opt, "_local_candidate", lambda X, y, seed: X[:1])
+    # Open basin: the near proposal becomes a local step.
+    assert opt.basin_open
+    params, kind = opt._propose()
+    assert kind == "local"
+    # One failed local step resolves it: the best other path's point instead.
+    opt.history.append(Trial(len(opt.history), params, 1e9, kind="local"))
+    assert not opt.basin_open
+    params, kind = opt._propose()
+    assert kind == "bo"
+    assert params == space.to_dict(rows[second])
+
+
 def test_bad_loop_arguments():
     space = jenatton_space()
     with pytest.raises(ValueError, match="budget"):
@@ -254,6 +323,10 @@ def test_bad_loop_arguments():
         TreeOptimizer(space, vertex_bias="leaves")
     with pytest.raises(ValueError, match="base_kernel"):
         TreeOptimizer(space, base_kernel="cosine")
+    with pytest.raises(ValueError, match="greedy_noise_floor"):
+        TreeOptimizer(space, greedy_noise_floor=-1e-3)
+    with pytest.raises(ValueError, match="basin_patience"):
+        TreeOptimizer(space, basin_patience=0)
 
 
 def test_a_model_that_cannot_be_fitted_falls_back_to_random(monkeypatch):

@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from botorch.exceptions import ModelFittingError
@@ -44,7 +44,11 @@ from treebo.kernels.add_tree import (
 from treebo.models.add_tree_gp import AddTreeGP
 from treebo.models.fit import fit_model, noise_floor_likelihood, validate_fit_criterion
 from treebo.optim.local_refinement import linf_distance, local_refinement_candidate
-from treebo.optim.tree_optimize import optimize_acqf_tree, optimize_add_tree_ucb
+from treebo.optim.tree_optimize import (
+    TreeCandidate,
+    optimize_acqf_tree,
+    optimize_add_tree_ucb,
+)
 from treebo.space import TreeSpace
 
 ACQUISITIONS = ("add_tree_ucb", "log_ei")
@@ -108,6 +112,22 @@ class OptimizationResult:
         return out
 
 
+class _Failures(NamedTuple):
+    """Proposals that did not improve the incumbent.
+
+    Attributes:
+        global_: Global (``"bo"``) proposals since the incumbent last improved
+            or the last local step.
+        local: Failed local steps since a non-local proposal last improved the
+            incumbent (a new basin); local improvements do not reset it.
+        local_streak: Failed local steps in a row (reset by any improvement).
+    """
+
+    global_: int
+    local: int
+    local_streak: int
+
+
 class TreeOptimizer:
     """Ask/tell Bayesian optimization on a :class:`~treebo.space.TreeSpace`.
 
@@ -130,6 +150,16 @@ class TreeOptimizer:
             LogEI exploit the incumbent's basin sooner. A sequence is cycled
             over the model-based proposals, e.g. ``(1e-3, 1e-6)`` alternates an
             exploiting and an exploring model.
+        greedy_noise_floor: If set, the global model uses this (larger) floor
+            instead of ``noise_floor`` while the incumbent's basin is still
+            open: from the start, and again after every improvement found by a
+            global proposal, until ``basin_patience`` local steps have failed to
+            improve. A large floor makes LogEI go for the best basin it knows
+            at once, instead of first trying the corners of every unexplored
+            leaf; once the local steps stop improving (the basin is resolved),
+            the small floor sends the search to the other branches.
+        basin_patience: Failed local steps after which the incumbent's basin
+            counts as resolved (see ``greedy_noise_floor``).
         num_restarts: Optimizer starts (per vertex for UCB, per path for EI).
         raw_samples: Random points scored to choose the starts.
         warm_start: Start each fit from the previous hyper-parameters.
@@ -186,6 +216,8 @@ class TreeOptimizer:
         seed: int | None = None,
         beta: float | Tensor | None = None,
         noise_floor: float | Sequence[float] = 1e-6,
+        greedy_noise_floor: float | None = None,
+        basin_patience: int = 3,
         num_restarts: int = 10,
         raw_samples: int = 512,
         warm_start: bool = True,
@@ -225,6 +257,18 @@ class TreeOptimizer:
                 f"{noise_floor!r}."
             )
         self._noise_floors = floors
+        if greedy_noise_floor is not None and not (
+            isinstance(greedy_noise_floor, (int, float)) and greedy_noise_floor > 0
+        ):
+            raise ValueError(
+                f"greedy_noise_floor must be > 0 or None, got {greedy_noise_floor!r}."
+            )
+        if not (isinstance(basin_patience, int) and basin_patience >= 1):
+            raise ValueError(
+                f"basin_patience must be a positive integer, got {basin_patience!r}."
+            )
+        self.greedy_noise_floor = greedy_noise_floor
+        self.basin_patience = basin_patience
         self.space = space
         self.acquisition = acquisition
         self.maximize = maximize
@@ -457,7 +501,11 @@ class TreeOptimizer:
         return model
 
     def _current_noise_floor(self) -> float:
-        """The global model's noise floor for the next proposal (cycled)."""
+        """The global model's noise floor for the next proposal: the greedy
+        floor while the incumbent's basin is open, else ``noise_floor``
+        (cycled over proposals if it is a sequence)."""
+        if self.greedy_noise_floor is not None and self.basin_open:
+            return self.greedy_noise_floor
         step = max(0, len(self.history) - self.n_initial)
         return self._noise_floors[step % len(self._noise_floors)]
 
@@ -466,7 +514,7 @@ class TreeOptimizer:
         # largest box; an improvement that is not a local step restores it.
         radius = self.local_radius
         if self.local_shrink:
-            radius = radius * 0.5 ** min(self._failures()[1], 40)
+            radius = radius * 0.5 ** min(self._failures().local, 40)
         return local_refinement_candidate(
             self.space,
             X,
@@ -485,15 +533,21 @@ class TreeOptimizer:
             if step % self.local_interval == self.local_interval - 1:
                 return True
         if self.local_patience:
-            return self._failures()[0] >= self.local_patience
+            return self._failures().global_ >= self.local_patience
         return False
 
-    def _failures(self) -> tuple[int, int]:
-        """Global proposals since the last improvement of the incumbent or the
-        last local step, and failed local steps since the incumbent last
-        improved by anything but a local step (a new basin)."""
+    @property
+    def basin_open(self) -> bool:
+        """Whether the incumbent's basin is still being refined: fewer than
+        ``basin_patience`` local steps in a row have failed to improve since a
+        global proposal (or the initial design) last improved the incumbent."""
+        return self._failures().local_streak < self.basin_patience
+
+    def _failures(self) -> _Failures:
+        """Counts of proposals that did not improve the incumbent (see
+        :class:`_Failures`)."""
         sign = 1.0 if self.maximize else -1.0
-        best, global_failures, local_failures = -math.inf, 0, 0
+        best, global_failures, local_failures, streak = -math.inf, 0, 0, 0
         for trial in self.history:
             score = -math.inf if trial.value is None else sign * trial.value
             improved = score > best
@@ -501,11 +555,12 @@ class TreeOptimizer:
             if trial.kind == "local":
                 global_failures = 0
                 local_failures += 0 if improved else 1
+                streak = 0 if improved else streak + 1
             elif improved:
-                global_failures = local_failures = 0
+                global_failures = local_failures = streak = 0
             elif trial.kind == "bo":
                 global_failures += 1
-        return global_failures, local_failures
+        return _Failures(global_failures, local_failures, streak)
 
     def _propose(self) -> tuple[dict[str, Any], str]:
         """The next configuration and its kind (``"bo"`` or ``"local"``)."""
@@ -540,13 +595,28 @@ class TreeOptimizer:
                 around=around,
             )
         candidate, kind = cand.candidate[0], "bo"
-        if self.local_refinement:
-            incumbent = X[int(y.squeeze(-1).argmax())]
-            if linf_distance(self.space, candidate, incumbent) <= self.local_radius:
-                local = self._local_candidate(X, y, seed)
-                if local is not None:
-                    candidate, kind = local[0], "local"
+        incumbent = X[int(y.squeeze(-1).argmax())]
+        near = linf_distance(self.space, candidate, incumbent) <= self.local_radius
+        if near and self.greedy_noise_floor is not None and not self.basin_open:
+            # The incumbent's basin is resolved: go to the best other basin.
+            other = self._best_away_from(cand, incumbent)
+            if other is not None:
+                return self.space.to_dict(other.cpu()), kind
+        if near and self.local_refinement:
+            local = self._local_candidate(X, y, seed)
+            if local is not None:
+                candidate, kind = local[0], "local"
         return self.space.to_dict(candidate.cpu()), kind
+
+    def _best_away_from(self, cand: TreeCandidate, incumbent: Tensor) -> Tensor | None:
+        """The best per-path candidate outside ``local_radius`` of ``incumbent``."""
+        if cand.path_candidates is None:
+            return None
+        order = cand.path_values.argsort(descending=True)
+        for row in cand.path_candidates[order]:
+            if linf_distance(self.space, row, incumbent) > self.local_radius:
+                return row
+        return None
 
     # -------------------------------------------------------- checkpoint
     def _save_checkpoint(self) -> None:

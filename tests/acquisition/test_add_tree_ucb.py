@@ -85,6 +85,20 @@ def test_tree_optimizer_for_any_acquisition_matches_a_grid_search():
     assert result.path == int(best_per_path.argmax())
     assert float(result.value) >= float(best_per_path.max()) - 1e-6
     torch.testing.assert_close(result.path_values, best_per_path, atol=1e-3, rtol=0)
+    # Each path's best point lies on that path and scores its path value.
+    rows = result.path_candidates
+    assert rows.shape == (space.num_paths, space.dim)
+    on_path = space.tree.vertex_activity(rows).double() @ (
+        space.tree.path_vertex_mask.double().T
+    )
+    assert torch.equal(
+        on_path.argmax(-1), torch.arange(space.num_paths)
+    ) and torch.equal(
+        torch.diagonal(on_path), space.tree.path_vertex_mask.sum(-1).double()
+    )
+    with torch.no_grad():
+        torch.testing.assert_close(acqf(rows.unsqueeze(-2)), result.path_values)
+    torch.testing.assert_close(rows[result.path], result.candidate[0])
 
 
 def test_maximize_batched_respects_bounds_and_frozen_entries():

@@ -34,6 +34,9 @@ class TreeCandidate:
         value: Acquisition value at the candidate (scalar tensor).
         path: Index of the chosen path in ``space.paths()``.
         path_values: ``P`` tensor: the best acquisition value found per path.
+        path_candidates: For :func:`optimize_acqf_tree`, the ``P x d`` best
+            point found on each path (row ``p`` scores ``path_values[p]``);
+            ``None`` otherwise.
         vertex_point: For :func:`optimize_add_tree_ucb`, the ``1 x d`` point that
             holds every vertex's own optimum (each path's point is this one with
             that path's choices); ``None`` otherwise.
@@ -43,6 +46,7 @@ class TreeCandidate:
     value: Tensor
     path: int
     path_values: Tensor
+    path_candidates: Tensor | None = None
     vertex_point: Tensor | None = None
 
 
@@ -281,6 +285,11 @@ def optimize_acqf_tree(
     row_path = ((on_path @ path_mask.T) == path_mask.sum(-1)).float().argmax(-1)
     path_values = torch.full((P,), -torch.inf, dtype=values.dtype, device=values.device)
     path_values = path_values.scatter_reduce(0, row_path, values, reduce="amax")
+    # The row holding each path's best value (every path has raw-sample rows).
+    is_best = values.unsqueeze(0) == path_values.unsqueeze(-1)  # P x b
+    is_best &= row_path.unsqueeze(0) == torch.arange(P, device=ref.device).unsqueeze(-1)
+    path_rows = is_best.to(torch.uint8).argmax(-1)
+    path_candidates = space.canonicalize(x_opt.squeeze(-2)[path_rows])
     best = int(values.argmax())
     candidate = space.canonicalize(x_opt[best])
     return TreeCandidate(
@@ -288,4 +297,5 @@ def optimize_acqf_tree(
         value=values[best].detach(),
         path=int(row_path[best]),
         path_values=path_values.detach(),
+        path_candidates=path_candidates.detach(),
     )
