@@ -151,15 +151,20 @@ class TreeOptimizer:
             over the model-based proposals, e.g. ``(1e-3, 1e-6)`` alternates an
             exploiting and an exploring model.
         greedy_noise_floor: If set, the global model uses this (larger) floor
-            instead of ``noise_floor`` while the incumbent's basin is still
-            open: from the start, and again after every improvement found by a
-            global proposal, until ``basin_patience`` local steps have failed to
-            improve. A large floor makes LogEI go for the best basin it knows
+            instead of ``noise_floor`` while the incumbent's basin is open:
+            from the start, and again after every improvement found by a global
+            proposal, until ``basin_patience`` local steps in a row have failed
+            to improve. A large floor makes LogEI refine the best basin it knows
             at once, instead of first trying the corners of every unexplored
-            leaf; once the local steps stop improving (the basin is resolved),
-            the small floor sends the search to the other branches.
-        basin_patience: Failed local steps after which the incumbent's basin
-            counts as resolved (see ``greedy_noise_floor``).
+            leaf. Once the basin is resolved, the model uses ``noise_floor``
+            and a global proposal that falls within ``local_radius`` of the
+            incumbent is replaced by the best one found on another path (or
+            far from the incumbent on its path), so the search moves on to the
+            other branches; ``local_patience`` then schedules the local steps
+            that keep refining the incumbent.
+        basin_patience: Local steps in a row that fail to improve after which
+            the incumbent's basin counts as resolved (see
+            ``greedy_noise_floor``).
         num_restarts: Optimizer starts (per vertex for UCB, per path for EI).
         raw_samples: Random points scored to choose the starts.
         warm_start: Start each fit from the previous hyper-parameters.
