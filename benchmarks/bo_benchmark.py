@@ -129,6 +129,11 @@ TREEBO_MODIFIERS = {
     "exploit": {"noise_floor": 1e-3, "local_shrink": True},
     "mixed": {"noise_floor": (1e-3, 1e-6), "local_shrink": True},
     "greedy": {"greedy_noise_floor": 1e-3, "local_shrink": True, "local_patience": 3},
+    "greedymix": {
+        "greedy_noise_floor": (1e-3, 1e-6),
+        "local_shrink": True,
+        "local_patience": 2,
+    },
     "lp2": {"local_patience": 2},
     "bp2": {"basin_patience": 2},
     "bp5": {"basin_patience": 5},

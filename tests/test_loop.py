@@ -255,6 +255,13 @@ def test_greedy_noise_floor_holds_while_the_basin_is_open():
         assert opt.basin_open == is_open
         assert opt._current_noise_floor() == (1e-3 if is_open else 1e-6)
     assert TreeOptimizer(problem.space)._current_noise_floor() == 1e-6
+    # A sequence of greedy floors is cycled while the basin is open.
+    cycled = TreeOptimizer(problem.space, n_initial=1, greedy_noise_floor=(1e-2, 1e-4))
+    floors = []
+    for value in (1.0, 0.9, 0.8):
+        cycled.history.append(Trial(len(cycled.history), params, value, kind="bo"))
+        floors.append(cycled._current_noise_floor())
+    assert floors == [1e-2, 1e-4, 1e-2]
 
 
 def test_a_resolved_basin_sends_the_global_proposal_to_another_path(monkeypatch):
@@ -325,6 +332,8 @@ def test_bad_loop_arguments():
         TreeOptimizer(space, base_kernel="cosine")
     with pytest.raises(ValueError, match="greedy_noise_floor"):
         TreeOptimizer(space, greedy_noise_floor=-1e-3)
+    with pytest.raises(ValueError, match="greedy_noise_floor"):
+        TreeOptimizer(space, greedy_noise_floor=())
     with pytest.raises(ValueError, match="basin_patience"):
         TreeOptimizer(space, basin_patience=0)
 

@@ -112,6 +112,23 @@ class OptimizationResult:
         return out
 
 
+def _floor_sequence(value: float | Sequence[float], name: str) -> tuple[float, ...]:
+    """A noise floor or a non-empty sequence of them, as a tuple."""
+    floors = (value,) if isinstance(value, (int, float)) else value
+    try:
+        floors = tuple(floors)
+    except TypeError:
+        floors = ()
+    if not floors or not all(
+        isinstance(f, (int, float)) and not isinstance(f, bool) and f > 0
+        for f in floors
+    ):
+        raise ValueError(
+            f"{name} must be > 0 (or a non-empty sequence of such), got {value!r}."
+        )
+    return floors
+
+
 class _Failures(NamedTuple):
     """Proposals that did not improve the incumbent.
 
@@ -161,7 +178,8 @@ class TreeOptimizer:
             incumbent is replaced by the best one found on another path (or
             far from the incumbent on its path), so the search moves on to the
             other branches; ``local_patience`` then schedules the local steps
-            that keep refining the incumbent.
+            that keep refining the incumbent. A sequence is cycled like
+            ``noise_floor``'s.
         basin_patience: Local steps in a row that fail to improve after which
             the incumbent's basin counts as resolved (see
             ``greedy_noise_floor``).
@@ -221,7 +239,7 @@ class TreeOptimizer:
         seed: int | None = None,
         beta: float | Tensor | None = None,
         noise_floor: float | Sequence[float] = 1e-6,
-        greedy_noise_floor: float | None = None,
+        greedy_noise_floor: float | Sequence[float] | None = None,
         basin_patience: int = 3,
         num_restarts: int = 10,
         raw_samples: int = 512,
@@ -252,22 +270,12 @@ class TreeOptimizer:
             n_initial = min(20, max(5, space.num_paths + 1))
         if n_initial < 1:
             raise ValueError(f"n_initial must be >= 1, got {n_initial}.")
-        floors = (
-            (noise_floor,) if isinstance(noise_floor, (int, float)) else noise_floor
+        self._noise_floors = _floor_sequence(noise_floor, "noise_floor")
+        self._greedy_floors = (
+            None
+            if greedy_noise_floor is None
+            else _floor_sequence(greedy_noise_floor, "greedy_noise_floor")
         )
-        floors = tuple(floors)
-        if not floors or not all(isinstance(f, (int, float)) and f > 0 for f in floors):
-            raise ValueError(
-                f"noise_floor must be > 0 (or a non-empty sequence of such), got "
-                f"{noise_floor!r}."
-            )
-        self._noise_floors = floors
-        if greedy_noise_floor is not None and not (
-            isinstance(greedy_noise_floor, (int, float)) and greedy_noise_floor > 0
-        ):
-            raise ValueError(
-                f"greedy_noise_floor must be > 0 or None, got {greedy_noise_floor!r}."
-            )
         if not (isinstance(basin_patience, int) and basin_patience >= 1):
             raise ValueError(
                 f"basin_patience must be a positive integer, got {basin_patience!r}."
@@ -509,10 +517,11 @@ class TreeOptimizer:
         """The global model's noise floor for the next proposal: the greedy
         floor while the incumbent's basin is open, else ``noise_floor``
         (cycled over proposals if it is a sequence)."""
-        if self.greedy_noise_floor is not None and self.basin_open:
-            return self.greedy_noise_floor
+        floors = self._noise_floors
+        if self._greedy_floors is not None and self.basin_open:
+            floors = self._greedy_floors
         step = max(0, len(self.history) - self.n_initial)
-        return self._noise_floors[step % len(self._noise_floors)]
+        return floors[step % len(floors)]
 
     def _local_candidate(self, X: Tensor, y: Tensor, seed: int) -> Tensor | None:
         # Trust-region rule: every local step that fails to improve halves the
@@ -602,7 +611,7 @@ class TreeOptimizer:
         candidate, kind = cand.candidate[0], "bo"
         incumbent = X[int(y.squeeze(-1).argmax())]
         near = linf_distance(self.space, candidate, incumbent) <= self.local_radius
-        if near and self.greedy_noise_floor is not None and not self.basin_open:
+        if near and self._greedy_floors is not None and not self.basin_open:
             # The incumbent's basin is resolved: go to the best other basin.
             other = self._best_away_from(cand, incumbent)
             if other is not None:
