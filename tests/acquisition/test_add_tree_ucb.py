@@ -54,6 +54,18 @@ def test_per_vertex_optimization_matches_a_grid_search():
     assert result.path == int(path_scores.argmax())
     offset = acqf.offset()
     assert float(result.value) >= float(path_scores.max() + offset) - 1e-6
+    # Each path's point holds the per-vertex optima with that path's choices.
+    rows = result.path_candidates
+    torch.testing.assert_close(rows[result.path], result.candidate[0])
+    torch.testing.assert_close(
+        rows,
+        space.canonicalize(
+            space.set_paths(
+                result.vertex_point.expand(space.num_paths, -1),
+                torch.arange(space.num_paths),
+            )
+        ),
+    )
     # The returned point is a valid configuration on the chosen path.
     config = space.to_dict(result.candidate[0])
     space.validate(config)

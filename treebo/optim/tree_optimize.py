@@ -34,9 +34,10 @@ class TreeCandidate:
         value: Acquisition value at the candidate (scalar tensor).
         path: Index of the chosen path in ``space.paths()``.
         path_values: ``P`` tensor: the best acquisition value found per path.
-        path_candidates: For :func:`optimize_acqf_tree`, the ``P x d`` best
-            point found on each path (row ``p`` scores ``path_values[p]``);
-            ``None`` otherwise.
+        path_candidates: ``P x d``: each path's point (row ``p`` scores
+            ``path_values[p]``), canonicalized; for
+            :func:`optimize_add_tree_ucb`, ``vertex_point`` with that path's
+            choices.
         vertex_point: For :func:`optimize_add_tree_ucb`, the ``1 x d`` point that
             holds every vertex's own optimum (each path's point is this one with
             that path's choices); ``None`` otherwise.
@@ -190,16 +191,15 @@ def optimize_add_tree_ucb(
     path_mask = tree.path_vertex_mask.to(best_values)
     path_values = path_mask @ (best_values * contributes)
     offset = acq_function.offset().reshape(())
+    # Each path's point: the per-vertex optima with that path's choices.
+    P = tree.num_paths
+    points = space.set_paths(x_best.expand(P, -1), torch.arange(P, device=ref.device))
     if path_selection == "sum":
         path = int(path_values.argmax())
     else:
         # Score every path's assembled point by the UCB of the whole function,
         # whose variance (unlike the per-vertex ones) vanishes at observed
         # points and accounts for confounded components.
-        P = tree.num_paths
-        points = space.set_paths(
-            x_best.expand(P, -1), torch.arange(P, device=ref.device)
-        )
         with torch.no_grad():
             mean, var = acq_function.model.posterior_mean_variance(points.unsqueeze(-2))
         sign = 1.0 if acq_function.maximize else -1.0
@@ -212,6 +212,7 @@ def optimize_add_tree_ucb(
         value=(path_values[path] + offset).detach(),
         path=path,
         path_values=(path_values + offset).detach(),
+        path_candidates=space.canonicalize(points).detach(),
         vertex_point=x_best.detach(),
     )
 
