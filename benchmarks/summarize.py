@@ -3,7 +3,8 @@
 Usage::
 
     python benchmarks/summarize.py benchmarks/out/bo.jsonl [more.jsonl ...] \\
-        --png benchmarks/regret_curves.png [--suffix benchmarks/out/bo.jsonl=_v1]
+        --png benchmarks/regret_curves.png [--suffix benchmarks/out/bo.jsonl=_v1] \\
+        [--plot-methods treebo_logei,hck_logei]
 
 Regret is ``best value so far - f*``; an exactly reached optimum has regret 0,
 whose log10 is ``-inf`` (shown as such; medians and quartiles keep it). Medians
@@ -54,6 +55,11 @@ def main() -> None:
         metavar="FILE=SUFFIX",
         help="append SUFFIX to the treebo_* method names read from FILE "
         "(to show runs of an earlier treebo version side by side)",
+    )
+    parser.add_argument(
+        "--plot-methods",
+        default=None,
+        help="comma-separated methods to draw in the PNG (default: all)",
     )
     args = parser.parse_args()
     suffixes = dict(item.split("=", 1) for item in args.suffix)
@@ -106,11 +112,12 @@ def main() -> None:
         fig, axes = plt.subplots(
             1, len(problems), figsize=(5 * len(problems), 4), squeeze=False
         )
-        all_methods = sorted({m for _, m in runs})
+        shown = None if args.plot_methods is None else args.plot_methods.split(",")
+        all_methods = sorted({m for _, m in runs if shown is None or m in shown})
         colors = {m: plt.cm.tab10(i % 10) for i, m in enumerate(all_methods)}
         for ax, problem in zip(axes[0], problems, strict=False):
             for (p, m), rs in sorted(runs.items()):
-                if p != problem:
+                if p != problem or m not in colors:
                     continue
                 length = min(len(r["values"]) for r in rs)
                 curves = np.stack([log10_regret_curve(r)[:length] for r in rs])
