@@ -29,6 +29,11 @@ Methods:
                   1e-6) and ``local_shrink=True``
     *_mixed       ... with global noise floors 1e-3 and 1e-6 alternating, and
                   ``local_shrink=True``
+    *_greedy      ... with ``greedy_noise_floor=1e-3`` (until the incumbent's
+                  basin is resolved), ``local_shrink`` and ``local_patience=3``;
+                  ``*_greedy_lp2`` uses ``local_patience=2`` (the session-5
+                  setting), ``*_greedymix`` greedy floors (1e-3, 1e-6);
+                  ``*_bp2``/``*_bp5`` set ``basin_patience``
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
