@@ -282,6 +282,39 @@ def test_greedy_noise_floor_holds_while_the_basin_is_open():
     assert floors == [1e-2, 1e-4, 1e-2]
 
 
+def test_basin_budget_counts_proposals_since_a_new_basin_opened():
+    import torch
+
+    from treebo.optim.local_refinement import linf_distance
+
+    space = Jenatton("paper").space
+    opt = TreeOptimizer(
+        space, n_initial=1, greedy_noise_floor=1e-3, basin_patience=9, basin_budget=3
+    )
+    rows = space.set_paths(space.sample(2, seed=0), torch.tensor([0, 1]))
+    same_path = space.set_paths(space.sample(20, seed=1), torch.ones(20).long())
+    far = next(r for r in same_path if linf_distance(space, r, rows[1]) > 0.05)
+    a, b, b_far = space.to_dicts(torch.stack([rows[0], rows[1], far]))
+    # minimize; (value, point, kind, basin age after it, open)
+    for value, params, kind, age, is_open in [
+        (1.0, a, "initial", 0, True),
+        (2.0, b, "bo", 1, True),
+        (None, b, "bo", 2, True),  # a failure counts as a proposal
+        (0.9, a, "local", 3, False),  # local improvements never open a basin
+        (0.8, a, "bo", 4, False),  # nor do global ones next to the incumbent
+        (0.7, b, "bo", 0, True),  # an improvement on another path does
+        (0.6, b_far, "bo", 0, True),  # and so does one far away on its path
+        (0.65, b, "user", 0, True),  # told points are not proposals
+    ]:
+        opt.history.append(Trial(len(opt.history), params, value, kind=kind))
+        assert opt._basin() == (age, 0)
+        assert opt.basin_open == is_open
+    with pytest.raises(ValueError, match="basin_budget"):
+        TreeOptimizer(space, basin_budget=0)
+    with pytest.raises(ValueError, match="basin_redirects"):
+        TreeOptimizer(space, basin_redirects=-1)
+
+
 def test_a_resolved_basin_sends_the_global_proposal_to_another_path(monkeypatch):
     import torch
 
@@ -324,8 +357,13 @@ def test_a_resolved_basin_sends_the_global_proposal_to_another_path(monkeypatch)
     opt.history.append(Trial(len(opt.history), params, 1e9, kind="local"))
     assert not opt.basin_open
     params, kind = opt._propose()
-    assert kind == "bo"
+    assert kind == "away"
     assert params == space.to_dict(rows[second])
+    # Once its redirects are spent, a resolved basin refines the incumbent.
+    opt.history.append(Trial(len(opt.history), params, 1e9, kind="away"))
+    for limit, expected in [(0, "local"), (1, "local"), (2, "away"), (None, "away")]:
+        opt.basin_redirects = limit
+        assert opt._propose()[1] == expected
 
 
 def test_bad_loop_arguments():

@@ -67,7 +67,9 @@ class Trial:
         error: The error message of a failed evaluation.
         kind: ``"initial"`` (initial design), ``"bo"`` (global model),
             ``"local"`` (local refinement of the incumbent), ``"random"`` (the
-            model could not be fitted) or ``"user"`` (told without asking).
+            model could not be fitted), ``"away"`` (a global proposal moved off
+            a resolved basin, see ``greedy_noise_floor``) or ``"user"`` (told
+            without asking).
         proposal_seconds: Time spent fitting and optimizing to propose it.
         eval_seconds: Time the objective took.
     """
@@ -145,6 +147,19 @@ class _Failures(NamedTuple):
     local_streak: int
 
 
+class _Basin(NamedTuple):
+    """The incumbent's basin (see :meth:`TreeOptimizer._basin`).
+
+    Attributes:
+        age: Model-based proposals (``"bo"``, ``"away"``, ``"local"``) since
+            it opened.
+        redirects: ``"away"`` proposals since it opened.
+    """
+
+    age: int
+    redirects: int
+
+
 class TreeOptimizer:
     """Ask/tell Bayesian optimization on a :class:`~treebo.space.TreeSpace`.
 
@@ -183,6 +198,13 @@ class TreeOptimizer:
         basin_patience: Local steps in a row that fail to improve after which
             the incumbent's basin counts as resolved (see
             ``greedy_noise_floor``).
+        basin_budget: If set, the basin also counts as resolved after this
+            many model-based proposals since it opened (see :meth:`_basin_age`),
+            so a slowly improving wrong basin cannot hold the greedy phase.
+        basin_redirects: How many global proposals near the incumbent a
+            resolved basin may send to other paths (see ``greedy_noise_floor``)
+            before it leaves them to local refinement again; ``None`` (default)
+            for no limit, ``0`` to only switch back to ``noise_floor``.
         num_restarts: Optimizer starts (per vertex for UCB, per path for EI).
         raw_samples: Random points scored to choose the starts.
         warm_start: Start each fit from the previous hyper-parameters.
@@ -241,6 +263,8 @@ class TreeOptimizer:
         noise_floor: float | Sequence[float] = 1e-6,
         greedy_noise_floor: float | Sequence[float] | None = None,
         basin_patience: int = 3,
+        basin_budget: int | None = None,
+        basin_redirects: int | None = None,
         num_restarts: int = 10,
         raw_samples: int = 512,
         warm_start: bool = True,
@@ -280,8 +304,24 @@ class TreeOptimizer:
             raise ValueError(
                 f"basin_patience must be a positive integer, got {basin_patience!r}."
             )
+        if basin_budget is not None and not (
+            isinstance(basin_budget, int) and basin_budget >= 1
+        ):
+            raise ValueError(
+                f"basin_budget must be a positive integer or None, got "
+                f"{basin_budget!r}."
+            )
         self.greedy_noise_floor = greedy_noise_floor
         self.basin_patience = basin_patience
+        self.basin_budget = basin_budget
+        if basin_redirects is not None and not (
+            isinstance(basin_redirects, int) and basin_redirects >= 0
+        ):
+            raise ValueError(
+                f"basin_redirects must be a non-negative integer or None, got "
+                f"{basin_redirects!r}."
+            )
+        self.basin_redirects = basin_redirects
         self.space = space
         self.acquisition = acquisition
         self.maximize = maximize
@@ -555,6 +595,8 @@ class TreeOptimizer:
         """Whether the incumbent's basin is still being refined: fewer than
         ``basin_patience`` local steps in a row have failed to improve since a
         global proposal (or the initial design) last improved the incumbent."""
+        if self.basin_budget is not None and self._basin().age >= self.basin_budget:
+            return False
         return self._failures().local_streak < self.basin_patience
 
     def _failures(self) -> _Failures:
@@ -572,12 +614,39 @@ class TreeOptimizer:
                 streak = 0 if improved else streak + 1
             elif improved:
                 global_failures = local_failures = streak = 0
-            elif trial.kind == "bo":
+            elif trial.kind in ("bo", "away"):
                 global_failures += 1
         return _Failures(global_failures, local_failures, streak)
 
+    def _basin(self) -> _Basin:
+        """Proposals since the incumbent's basin opened (see :class:`_Basin`).
+
+        A basin opens when a non-local trial improves on the incumbent from
+        another path or from farther than ``local_radius`` (a nearby global
+        improvement refines the same basin).
+        """
+        if not self.history:
+            return _Basin(0, 0)
+        X, y = self.training_data()
+        best, incumbent, age, away = -math.inf, None, 0, 0
+        scores = y.squeeze(-1).tolist()
+        for trial, x, score in zip(self.history, X, scores, strict=True):
+            if trial.value is not None and score > best:
+                new_basin = trial.kind != "local" and (
+                    incumbent is None
+                    or linf_distance(self.space, x, incumbent) > self.local_radius
+                )
+                best, incumbent = score, x
+                if new_basin:
+                    age = away = 0
+                    continue
+            if trial.kind in ("bo", "away", "local"):
+                age += 1
+            away += trial.kind == "away"
+        return _Basin(age, away)
+
     def _propose(self) -> tuple[dict[str, Any], str]:
-        """The next configuration and its kind (``"bo"`` or ``"local"``)."""
+        """The next configuration and its kind (``"bo"``, ``"away"`` or ``"local"``)."""
         seed = self._seed_for(len(self.history))
         X, y = self.training_data()
         if self._local_step_due():
@@ -611,11 +680,19 @@ class TreeOptimizer:
         candidate, kind = cand.candidate[0], "bo"
         incumbent = X[int(y.squeeze(-1).argmax())]
         near = linf_distance(self.space, candidate, incumbent) <= self.local_radius
-        if near and self._greedy_floors is not None and not self.basin_open:
+        if (
+            near
+            and self._greedy_floors is not None
+            and not self.basin_open
+            and (
+                self.basin_redirects is None
+                or self._basin().redirects < self.basin_redirects
+            )
+        ):
             # The incumbent's basin is resolved: go to the best other basin.
             other = self._best_away_from(cand, incumbent)
             if other is not None:
-                return self.space.to_dict(other.cpu()), kind
+                return self.space.to_dict(other.cpu()), "away"
         if near and self.local_refinement:
             local = self._local_candidate(X, y, seed)
             if local is not None:
