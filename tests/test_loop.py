@@ -364,6 +364,17 @@ def test_a_resolved_basin_sends_the_global_proposal_to_another_path(monkeypatch)
     for limit, expected in [(0, "local"), (1, "local"), (2, "away"), (None, "away")]:
         opt.basin_redirects = limit
         assert opt._propose()[1] == expected
+    # Without a local step, a proposal that repeats an observation gives way
+    # to the best path candidate not yet evaluated (the second path's point
+    # was evaluated above).
+    monkeypatch.setattr(opt, "_local_candidate", lambda X, y, seed: None)
+    opt.basin_redirects = 0
+    params, kind = opt._propose()
+    third = int(values.argsort(descending=True)[2])
+    assert kind == "bo" and params == space.to_dict(rows[third])
+    X, _ = opt.training_data()
+    assert opt._observed(incumbent, X) and opt._observed(rows[second], X)
+    assert not opt._observed(rows[third], X)
 
 
 def test_bad_loop_arguments():

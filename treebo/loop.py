@@ -690,22 +690,48 @@ class TreeOptimizer:
             )
         ):
             # The incumbent's basin is resolved: go to the best other basin.
-            other = self._best_away_from(cand, incumbent)
+            other = self._best_path_candidate(
+                cand,
+                lambda row: (
+                    linf_distance(self.space, row, incumbent) > self.local_radius
+                ),
+            )
             if other is not None:
                 return self.space.to_dict(other.cpu()), "away"
         if near and self.local_refinement:
             local = self._local_candidate(X, y, seed)
             if local is not None:
                 candidate, kind = local[0], "local"
+        if kind == "bo" and self._observed(candidate, X):
+            # Re-evaluating a point (or one next to it) teaches the global model
+            # of a deterministic objective nothing; Add-Tree-GP-UCB asks for
+            # such points because its per-vertex variances do not shrink where
+            # components are confounded. Take the best path candidate that is
+            # new instead. (Near the incumbent a local step comes first.)
+            other = self._best_path_candidate(
+                cand, lambda row: not self._observed(row, X)
+            )
+            if other is not None:
+                candidate = other
         return self.space.to_dict(candidate.cpu()), kind
 
-    def _best_away_from(self, cand: TreeCandidate, incumbent: Tensor) -> Tensor | None:
-        """The best per-path candidate outside ``local_radius`` of ``incumbent``."""
+    def _observed(self, x: Tensor, X: Tensor, tol: float = 1e-4) -> bool:
+        """Whether ``x`` (``d``) repeats a row of ``X`` (``n x d``), to ``tol``
+        of each column's range."""
+        width = (self.space.bounds[1] - self.space.bounds[0]).to(X)
+        gap = (X - x).abs() / width.clamp_min(torch.finfo(X.dtype).tiny)
+        return bool((gap.amax(-1) <= tol).any())
+
+    def _best_path_candidate(
+        self, cand: TreeCandidate, accept: Callable[[Tensor], bool]
+    ) -> Tensor | None:
+        """The per-path candidate with the highest acquisition value that
+        ``accept`` admits (``None`` if there is none)."""
         if cand.path_candidates is None:
             return None
         order = cand.path_values.argsort(descending=True)
         for row in cand.path_candidates[order]:
-            if linf_distance(self.space, row, incumbent) > self.local_radius:
+            if accept(row):
                 return row
         return None
 

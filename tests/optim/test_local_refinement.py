@@ -79,6 +79,29 @@ def test_no_candidate_without_enough_points_on_the_path():
     assert local_refinement_candidate(space, same, ones) is None
 
 
+def test_repeated_points_count_once():
+    space, X, y = basin_data(n_far=0, n_near=4)
+    best = int(y.argmax())
+    # Re-evaluations of the incumbent neither fill the |A| + 2 quota ...
+    X3, y3 = X[:3], y[:3]
+    inc3 = int(y3.argmax())
+    rep3 = (
+        torch.cat([X3, X3[inc3].repeat(4, 1)]),
+        torch.cat([y3, y3[inc3].repeat(4, 1)]),
+    )
+    assert local_refinement_candidate(space, *rep3) is None
+    # ... nor collapse the box: more copies than neighbours leave it as it was.
+    k = 6
+    reps = (
+        torch.cat([X, X[best].repeat(3 * k, 1)]),
+        torch.cat([y, y[best].repeat(3 * k, 1)]),
+    )
+    cand = local_refinement_candidate(space, *reps, num_neighbors=k, seed=0)
+    assert cand is not None
+    spread = max(linf_distance(space, x, X[best]) for x in X)
+    assert 0.0 < linf_distance(space, cand[0], X[best]) <= spread * (1 + 1e-9)
+
+
 def test_bad_inputs_are_rejected():
     space, X, y = basin_data()
     with pytest.raises(ValueError, match="X must be n x d and y n x 1"):

@@ -57,6 +57,17 @@ def same_path_as(space: TreeSpace, X: Tensor, x: Tensor) -> Tensor:
     return (activity[1:] == activity[:1]).all(-1)
 
 
+def _first_occurrences(Z: Tensor) -> Tensor:
+    """Indices of the first occurrence of each distinct row of ``Z`` (``n x c``),
+    in row order."""
+    _, inverse = torch.unique(Z, dim=0, return_inverse=True)
+    first = torch.full((int(inverse.max()) + 1,), Z.shape[0], device=Z.device)
+    first = first.scatter_reduce(
+        0, inverse, torch.arange(Z.shape[0], device=Z.device), "amin"
+    )
+    return first.sort().values
+
+
 def local_refinement_candidate(
     space: TreeSpace,
     X: Tensor,
@@ -79,7 +90,7 @@ def local_refinement_candidate(
             incumbent (in the ``bounds``-normalized :math:`\ell_\infty`
             distance).
         num_neighbors: :math:`k`, the number of same-path observations modelled
-            (default ``max(6, 3 |A| + 2)``).
+            (default ``max(6, 3 |A| + 2)``); repeated points count once.
         noise_floor: Lower bound on the local model's noise variance
             (standardized over the neighbourhood).
         num_restarts: L-BFGS-B starts for the local ``LogExpectedImprovement``.
@@ -88,7 +99,8 @@ def local_refinement_candidate(
 
     Returns:
         A ``1 x d`` candidate on the incumbent's path, or ``None`` when the path
-        has no active continuous column, fewer than ``|A| + 2`` observations,
+        has no active continuous column, fewer than ``|A| + 2`` distinct
+        observations,
         no spread around the incumbent, or the local model cannot be fitted.
     """
     if X.dim() != 2 or y.shape != (X.shape[0], 1):
@@ -106,13 +118,16 @@ def local_refinement_candidate(
         return None
     k = num_neighbors if num_neighbors is not None else max(6, 3 * len(cols) + 2)
     on_path = same_path_as(space, X, x_best).nonzero().squeeze(-1)
-    if on_path.numel() < len(cols) + 2:
-        return None
     bounds = space.bounds.to(X)[:, cols]
     width = bounds[1] - bounds[0]
     Z = (X[on_path][:, cols] - x_best[cols]) / width  # on-path offsets, normalized
-    dist = Z.abs().amax(-1)
-    near = dist.argsort()[: min(k, on_path.numel())]
+    # Repeated points count once, so that re-evaluations of the incumbent
+    # cannot collapse the box onto it.
+    distinct = _first_occurrences(Z)
+    if distinct.numel() < len(cols) + 2:
+        return None
+    dist = Z[distinct].abs().amax(-1)
+    near = distinct[dist.argsort()[:k]]
     # Box: the spread of the k nearest, capped at the radius.
     half = Z[near].abs().amax(0).clamp_max(radius)
     if not bool((half > 0).any()):
