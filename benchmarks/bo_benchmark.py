@@ -33,7 +33,9 @@ Methods:
                   basin is resolved), ``local_shrink`` and ``local_patience=3``;
                   ``*_greedy_lp2`` uses ``local_patience=2`` (the session-5
                   setting), ``*_greedymix`` greedy floors (1e-3, 1e-6);
-                  ``*_bp2``/``*_bp5`` set ``basin_patience``
+                  ``*_bp2``/``*_bp5`` set ``basin_patience``,
+                  ``*_bb6``/``*_bb10`` ``basin_budget``, and ``*_nored``/
+                  ``*_red1``/``*_red3`` ``basin_redirects`` (0, 1, 3)
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
