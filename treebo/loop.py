@@ -170,7 +170,10 @@ class TreeOptimizer:
             ``"add_tree_ucb"`` (Add-Tree-GP-UCB, Algorithm 2 of Ma & Blaschko:
             per-vertex UCB optima summed along paths; faster per proposal, but
             its per-vertex variances do not shrink where components are
-            confounded, so it can settle on a wrong branch).
+            confounded, so it can settle on a wrong branch). Whatever the
+            acquisition, a global proposal that repeats an evaluated point (to
+            1e-4 of each range) and cannot become a local step is replaced by
+            the best path candidate not yet evaluated.
         maximize: Maximize instead of minimize the objective.
         n_initial: Size of the tree-aware initial design (default: number of
             paths + 1, between 5 and 20).
@@ -199,7 +202,7 @@ class TreeOptimizer:
             the incumbent's basin counts as resolved (see
             ``greedy_noise_floor``).
         basin_budget: If set, the basin also counts as resolved after this
-            many model-based proposals since it opened (see :meth:`_basin_age`),
+            many model-based proposals since it opened (see :meth:`_basin`),
             so a slowly improving wrong basin cannot hold the greedy phase.
         basin_redirects: How many global proposals near the incumbent a
             resolved basin may send to other paths (see ``greedy_noise_floor``)
@@ -594,7 +597,9 @@ class TreeOptimizer:
     def basin_open(self) -> bool:
         """Whether the incumbent's basin is still being refined: fewer than
         ``basin_patience`` local steps in a row have failed to improve since a
-        global proposal (or the initial design) last improved the incumbent."""
+        global proposal (or the initial design) last improved the incumbent,
+        and (if ``basin_budget`` is set) fewer than ``basin_budget`` proposals
+        have been made since the basin opened."""
         if self.basin_budget is not None and self._basin().age >= self.basin_budget:
             return False
         return self._failures().local_streak < self.basin_patience
