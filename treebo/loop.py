@@ -223,7 +223,9 @@ class TreeOptimizer:
             (``"none"``, ``"empty"`` or ``"all"``: a learned offset for every
             branch).
         path_selection: For ``"add_tree_ucb"``: ``"sum"`` (the paper) or
-            ``"joint"`` (see :func:`~treebo.optim.optimize_add_tree_ucb`).
+            ``"joint"`` (see :func:`~treebo.optim.optimize_add_tree_ucb`). Over
+            10 seeds, ``"joint"`` was level with ``"sum"`` on the Jenatton problem
+            and ahead on a depth-4 tree (``benchmarks/RESULTS.md``).
         local_refinement: When the global proposal lies on the incumbent's
             path within ``local_radius`` of it (the model wants to exploit),
             propose from a model of the incumbent's neighbourhood instead (see
