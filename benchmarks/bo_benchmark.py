@@ -35,7 +35,9 @@ Methods:
                   setting), ``*_greedymix`` greedy floors (1e-3, 1e-6);
                   ``*_bp2``/``*_bp5`` set ``basin_patience``,
                   ``*_bb6``/``*_bb10`` ``basin_budget``, and ``*_nored``/
-                  ``*_red1``/``*_red3`` ``basin_redirects`` (0, 1, 3)
+                  ``*_red1``/``*_red3``/``*_redall`` ``basin_redirects`` (0, 1, 3,
+                  no limit; without ``_greedy`` they add redirects to the
+                  default floor)
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
@@ -147,6 +149,7 @@ TREEBO_MODIFIERS = {
     "nored": {"basin_redirects": 0},
     "red1": {"basin_redirects": 1},
     "red3": {"basin_redirects": 3},
+    "redall": {"basin_redirects": 10**6},
     "bb6": {"basin_budget": 6},
     "bb10": {"basin_budget": 10},
     "matern": {"base_kernel": "matern52"},

@@ -371,6 +371,11 @@ def test_a_resolved_basin_sends_the_global_proposal_to_another_path(monkeypatch)
     for limit, expected in [(0, "local"), (1, "local"), (2, "away"), (None, "away")]:
         opt.basin_redirects = limit
         assert opt._propose()[1] == expected
+    # Without a greedy floor, redirects happen only when asked for.
+    opt._greedy_floors = None
+    for limit, expected in [(None, "local"), (1, "local"), (2, "away")]:
+        opt.basin_redirects = limit
+        assert opt._propose()[1] == expected
     # Without a local step, a proposal that repeats an observation gives way
     # to the best path candidate not yet evaluated (the second path's point
     # was evaluated above).

@@ -206,8 +206,10 @@ class TreeOptimizer:
             so a slowly improving wrong basin cannot hold the greedy phase.
         basin_redirects: How many global proposals near the incumbent a
             resolved basin may send to other paths (see ``greedy_noise_floor``)
-            before it leaves them to local refinement again; ``None`` (default)
-            for no limit, ``0`` to only switch back to ``noise_floor``.
+            before it leaves them to local refinement again. ``None``
+            (default): no limit with ``greedy_noise_floor``, none without it.
+            An integer applies with or without it (``0``: a resolved basin only
+            switches back to ``noise_floor``).
         num_restarts: Optimizer starts (per vertex for UCB, per path for EI).
         raw_samples: Random points scored to choose the starts.
         warm_start: Start each fit from the previous hyper-parameters.
@@ -687,15 +689,7 @@ class TreeOptimizer:
         candidate, kind = cand.candidate[0], "bo"
         incumbent = X[int(y.squeeze(-1).argmax())]
         near = linf_distance(self.space, candidate, incumbent) <= self.local_radius
-        if (
-            near
-            and self._greedy_floors is not None
-            and not self.basin_open
-            and (
-                self.basin_redirects is None
-                or self._basin().redirects < self.basin_redirects
-            )
-        ):
+        if near and not self.basin_open and self._redirect_allowed():
             # The incumbent's basin is resolved: go to the best other basin.
             other = self._best_path_candidate(
                 cand,
@@ -721,6 +715,12 @@ class TreeOptimizer:
             if other is not None:
                 candidate = other
         return self.space.to_dict(candidate.cpu()), kind
+
+    def _redirect_allowed(self) -> bool:
+        """Whether a resolved basin may send one more proposal elsewhere."""
+        if self.basin_redirects is None:
+            return self._greedy_floors is not None
+        return self._basin().redirects < self.basin_redirects
 
     def _observed(self, x: Tensor, X: Tensor, tol: float = 1e-4) -> bool:
         """Whether ``x`` (``d``) repeats a row of ``X`` (``n x d``), to ``tol``
