@@ -131,6 +131,19 @@ def _floor_sequence(value: float | Sequence[float], name: str) -> tuple[float, .
     return floors
 
 
+def _check_count(
+    value: Any, name: str, minimum: int = 1, optional: bool = False
+) -> None:
+    """Raise a ``ValueError`` naming ``name`` unless ``value`` is an integer
+    ``>= minimum`` (or ``None`` when ``optional``)."""
+    if optional and value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        tail = " or None" if optional else ""
+        raise ValueError(f"{name} must be {kind}{tail}, got {value!r}.")
+
+
 class _Failures(NamedTuple):
     """Proposals that did not improve the incumbent.
 
@@ -307,27 +320,12 @@ class TreeOptimizer:
             if greedy_noise_floor is None
             else _floor_sequence(greedy_noise_floor, "greedy_noise_floor")
         )
-        if not (isinstance(basin_patience, int) and basin_patience >= 1):
-            raise ValueError(
-                f"basin_patience must be a positive integer, got {basin_patience!r}."
-            )
-        if basin_budget is not None and not (
-            isinstance(basin_budget, int) and basin_budget >= 1
-        ):
-            raise ValueError(
-                f"basin_budget must be a positive integer or None, got "
-                f"{basin_budget!r}."
-            )
+        _check_count(basin_patience, "basin_patience")
+        _check_count(basin_budget, "basin_budget", optional=True)
+        _check_count(basin_redirects, "basin_redirects", minimum=0, optional=True)
         self.greedy_noise_floor = greedy_noise_floor
         self.basin_patience = basin_patience
         self.basin_budget = basin_budget
-        if basin_redirects is not None and not (
-            isinstance(basin_redirects, int) and basin_redirects >= 0
-        ):
-            raise ValueError(
-                f"basin_redirects must be a non-negative integer or None, got "
-                f"{basin_redirects!r}."
-            )
         self.basin_redirects = basin_redirects
         self.space = space
         self.acquisition = acquisition
@@ -356,14 +354,8 @@ class TreeOptimizer:
             raise ValueError(f"local_radius must be > 0, got {local_radius}.")
         self.local_refinement = local_refinement
         self.local_radius = local_radius
-        for name, value in (
-            ("local_interval", local_interval),
-            ("local_patience", local_patience),
-        ):
-            if value is not None and not (isinstance(value, int) and value >= 1):
-                raise ValueError(
-                    f"{name} must be a positive integer or None, got {value!r}."
-                )
+        _check_count(local_interval, "local_interval", optional=True)
+        _check_count(local_patience, "local_patience", optional=True)
         self.local_interval = local_interval
         self.local_patience = local_patience
         self.local_shrink = local_shrink
