@@ -15,13 +15,18 @@ Usage::
 Methods:
     random        uniform per choice, then uniform values
     treebo_ucb    AddTreeGP + Add-Tree-GP-UCB (Algorithm 2, per-vertex optima)
+                  in the paper's loop (no redirects, no ``local_patience``)
     treebo_ucb_joint  the same, choosing the path by the whole-function UCB
+    treebo_ucb_default  Add-Tree-GP-UCB with ``TreeOptimizer``'s defaults for it
+                  (``"joint"``, unlimited redirects, ``local_patience=2``)
     treebo_logei  AddTreeGP + LogEI over all paths in one batch
     *_global      any treebo method above without local refinement of the
                   incumbent (``TreeOptimizer(local_refinement=False)``)
     *_loo         ... with hyper-parameters fitted by leave-one-out likelihood
                   (``fit_criterion="loo"``)
-    *_shared      ... with lengthscales and output scales shared by all vertices
+    *_shared      ... with lengthscales and output scales shared by all vertices;
+                  ``*_lsall``/``*_osall`` share only the lengthscales / only
+                  the output scales (the other stays shared by depth)
     *_offsets     ... with a learned constant per vertex (``vertex_bias="all"``)
     *_shrink      ... with the local box halved per failed local step
                   (``local_shrink=True``)
@@ -38,6 +43,8 @@ Methods:
                   ``*_red1``/``*_red3``/``*_redall`` ``basin_redirects`` (0, 1, 3,
                   no limit; without ``_greedy`` they add redirects to the
                   default floor)
+    *_nf4, *_nf5  ... with a global noise floor of 1e-4 / 1e-5
+    *_lr1, *_lr2  ... with ``local_radius`` 0.01 / 0.02
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
@@ -124,15 +131,22 @@ def botorch_proposal(
     return space.canonicalize(cand.detach())
 
 
+# "treebo_ucb" and "treebo_ucb_joint" pin the paper's loop (no redirects unless
+# a greedy floor asks for them, no local patience), whatever TreeOptimizer's
+# defaults for Add-Tree-GP-UCB; "treebo_ucb_default" takes those defaults.
+_UCB_PAPER_LOOP = {"acquisition": "add_tree_ucb", "local_patience": 0}
 TREEBO_METHODS = {
-    "treebo_ucb": {"acquisition": "add_tree_ucb"},
-    "treebo_ucb_joint": {"acquisition": "add_tree_ucb", "path_selection": "joint"},
+    "treebo_ucb": {**_UCB_PAPER_LOOP, "path_selection": "sum"},
+    "treebo_ucb_joint": {**_UCB_PAPER_LOOP, "path_selection": "joint"},
+    "treebo_ucb_default": {"acquisition": "add_tree_ucb"},
     "treebo_logei": {"acquisition": "log_ei"},
 }
 TREEBO_MODIFIERS = {
     "global": {"local_refinement": False},
     "loo": {"fit_criterion": "loo"},
     "shared": {"share_lengthscales": "all", "share_outputscales": "all"},
+    "lsall": {"share_lengthscales": "all"},
+    "osall": {"share_outputscales": "all"},
     "offsets": {"vertex_bias": "all"},
     "shrink": {"local_shrink": True},
     "exploit": {"noise_floor": 1e-3, "local_shrink": True},
@@ -152,6 +166,10 @@ TREEBO_MODIFIERS = {
     "redall": {"basin_redirects": 10**6},
     "bb6": {"basin_budget": 6},
     "bb10": {"basin_budget": 10},
+    "lr1": {"local_radius": 0.01},
+    "lr2": {"local_radius": 0.02},
+    "nf4": {"noise_floor": 1e-4},
+    "nf5": {"noise_floor": 1e-5},
     "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},
@@ -174,6 +192,9 @@ def treebo_options(method: str) -> dict | None:
                 if name not in TREEBO_MODIFIERS:
                     raise ValueError(f"unknown modifier {name!r} in method {method!r}")
                 options.update(TREEBO_MODIFIERS[name])
+            if base in ("treebo_ucb", "treebo_ucb_joint"):
+                greedy = options.get("greedy_noise_floor") is not None
+                options.setdefault("basin_redirects", None if greedy else 0)
             return options
     return None
 

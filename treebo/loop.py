@@ -52,6 +52,7 @@ from treebo.optim.tree_optimize import (
 from treebo.space import TreeSpace
 
 ACQUISITIONS = ("add_tree_ucb", "log_ei")
+PATH_SELECTIONS = ("joint", "sum")
 CHECKPOINT_VERSION = 1
 
 
@@ -183,10 +184,14 @@ class TreeOptimizer:
             ``"add_tree_ucb"`` (Add-Tree-GP-UCB, Algorithm 2 of Ma & Blaschko:
             per-vertex UCB optima summed along paths; faster per proposal, but
             its per-vertex variances do not shrink where components are
-            confounded, so it can settle on a wrong branch). Whatever the
-            acquisition, a global proposal that repeats an evaluated point (to
-            1e-4 of each range) and cannot become a local step is replaced by
-            the best path candidate not yet evaluated.
+            confounded, so it can settle on a wrong branch). With
+            ``"add_tree_ucb"`` the loop's defaults change to the setting that
+            measured best with it (``path_selection="joint"``, unlimited
+            ``basin_redirects``, ``local_patience=2``); the paper's loop is
+            ``path_selection="sum", basin_redirects=0, local_patience=0``.
+            Whatever the acquisition, a global proposal that repeats an
+            evaluated point (to 1e-4 of each range) and cannot become a local
+            step is replaced by the best path candidate not yet evaluated.
         maximize: Maximize instead of minimize the objective.
         n_initial: Size of the tree-aware initial design (default: number of
             paths + 1, between 5 and 20).
@@ -220,9 +225,10 @@ class TreeOptimizer:
         basin_redirects: How many global proposals near the incumbent a
             resolved basin may send to other paths (see ``greedy_noise_floor``)
             before it leaves them to local refinement again. ``None``
-            (default): no limit with ``greedy_noise_floor``, none without it.
-            An integer applies with or without it (``0``: a resolved basin only
-            switches back to ``noise_floor``).
+            (default): no limit with ``greedy_noise_floor`` or
+            ``"add_tree_ucb"``, none otherwise. An integer applies with or
+            without a greedy floor (``0``: a resolved basin only switches back
+            to ``noise_floor``).
         num_restarts: Optimizer starts (per vertex for UCB, per path for EI).
         raw_samples: Random points scored to choose the starts.
         warm_start: Start each fit from the previous hyper-parameters.
@@ -237,10 +243,11 @@ class TreeOptimizer:
         vertex_bias: Per-vertex constants of the :class:`AddTreeKernel`
             (``"none"``, ``"empty"`` or ``"all"``: a learned offset for every
             branch).
-        path_selection: For ``"add_tree_ucb"``: ``"sum"`` (the paper) or
-            ``"joint"`` (see :func:`~treebo.optim.optimize_add_tree_ucb`). Over
-            10 seeds, ``"joint"`` was level with ``"sum"`` on the Jenatton problem
-            and ahead on a depth-4 tree (``benchmarks/RESULTS.md``).
+        path_selection: For ``"add_tree_ucb"``: ``"joint"`` (default) or
+            ``"sum"`` (the paper's Algorithm 2; see
+            :func:`~treebo.optim.optimize_add_tree_ucb`). Over 10 seeds,
+            ``"joint"`` was ahead on the Jenatton problem and a depth-4 tree
+            (``benchmarks/RESULTS.md``).
         local_refinement: When the global proposal lies on the incumbent's
             path within ``local_radius`` of it (the model wants to exploit),
             propose from a model of the incumbent's neighbourhood instead (see
@@ -251,10 +258,13 @@ class TreeOptimizer:
             is a local step as well (when the incumbent's path holds enough
             points), whatever the global acquisition prefers: a fixed share of
             the budget refines the incumbent while the rest explores.
-        local_patience: If set, a local step is also proposed after this many
-            consecutive global (``"bo"``) proposals that did not improve on the
-            incumbent: once the search has a good basin, exploration that keeps
-            failing hands over to refinement.
+        local_patience: If positive, a local step is also proposed after this
+            many consecutive global (``"bo"``) proposals that did not improve
+            on the incumbent: once the search has a good basin, exploration
+            that keeps failing hands over to refinement. ``0`` turns it off;
+            ``None`` (default) means ``2`` with ``"add_tree_ucb"`` (whose
+            global proposals rarely land near the incumbent) and off with
+            ``"log_ei"``.
         local_shrink: Halve the local box's largest half-width
             (``local_radius``) after every local step that fails to improve
             on the incumbent (the trust-region rule of TuRBO), so failed local
@@ -292,7 +302,7 @@ class TreeOptimizer:
         share_outputscales: str = "depth",
         base_kernel: str = "rbf",
         vertex_bias: bool | str = "none",
-        path_selection: str = "sum",
+        path_selection: str = "joint",
         local_refinement: bool = True,
         local_radius: float = 0.05,
         local_interval: int | None = None,
@@ -345,6 +355,11 @@ class TreeOptimizer:
             )
         self.base_kernel = base_kernel
         self.vertex_bias = validate_vertex_bias(vertex_bias)
+        if path_selection not in PATH_SELECTIONS:
+            raise ValueError(
+                f"path_selection must be one of {PATH_SELECTIONS}, "
+                f"got {path_selection!r}."
+            )
         self.path_selection = path_selection
         validate_sharing(share_lengthscales, "share_lengthscales")
         validate_sharing(share_outputscales, "share_outputscales")
@@ -355,7 +370,9 @@ class TreeOptimizer:
         self.local_refinement = local_refinement
         self.local_radius = local_radius
         _check_count(local_interval, "local_interval", optional=True)
-        _check_count(local_patience, "local_patience", optional=True)
+        _check_count(local_patience, "local_patience", minimum=0, optional=True)
+        if local_patience is None:
+            local_patience = 2 if acquisition == "add_tree_ucb" else 0
         self.local_interval = local_interval
         self.local_patience = local_patience
         self.local_shrink = local_shrink
@@ -711,7 +728,9 @@ class TreeOptimizer:
     def _redirect_allowed(self) -> bool:
         """Whether a resolved basin may send one more proposal elsewhere."""
         if self.basin_redirects is None:
-            return self._greedy_floors is not None
+            return self._greedy_floors is not None or self.acquisition == (
+                "add_tree_ucb"
+            )
         return self._basin().redirects < self.basin_redirects
 
     def _observed(self, x: Tensor, X: Tensor, tol: float = 1e-4) -> bool:
