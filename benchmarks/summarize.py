@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/summarize.py benchmarks/out/bo.jsonl [more.jsonl ...] \\
         --png benchmarks/regret_curves.png [--suffix benchmarks/out/bo.jsonl=_v1] \\
-        [--plot-methods treebo_logei,hck_logei]
+        [--plot-methods treebo_logei,hck_logei] [--seeds 0-9] [--paired treebo_logei]
 
 Regret is ``best value so far - f*``; an exactly reached optimum has regret 0,
 whose log10 is ``-inf`` (shown as such; medians and quartiles keep it). Medians
@@ -12,6 +12,13 @@ and quartiles are midpoint order statistics (the usual median for an even
 number of seeds). A seed that appears in several files (e.g. a 50- and a
 100-evaluation run) counts once, with its longest run; a checkpoint only uses
 the runs that reached it (the cell names the count when it is smaller).
+
+Every method starts from the same initial design per seed, so methods can be
+compared seed by seed: ``--paired BASE`` adds, per problem, how many common
+seeds each method ends a checkpoint with lower / equal / higher regret than
+``BASE``, and the two-sided sign-test p-value of that split (ties left out).
+Medians of 10 seeds at one checkpoint move by more than an order of magnitude
+between seed sets on these problems; the paired counts are steadier.
 """
 
 from __future__ import annotations
@@ -44,6 +51,41 @@ def fmt(v: float) -> str:
     return "-inf" if v == -math.inf else f"{v:.2f}"
 
 
+def parse_seeds(text: str) -> set[int]:
+    """``"0-9"`` or ``"0,3,5"`` (or a mix, ``"0-4,9"``) as a set of seeds."""
+    seeds: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        seeds.update(range(int(lo), int(hi or lo) + 1))
+    return seeds
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign-test p-value of ``wins`` against ``losses``."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def paired_counts(
+    base: dict[int, np.ndarray], other: dict[int, np.ndarray], checkpoint: int
+) -> tuple[int, int, int]:
+    """Seeds where ``other`` ends ``checkpoint`` with lower, equal and higher
+    log10 regret than ``base`` (seeds both reached it on)."""
+    lower = equal = higher = 0
+    for seed in sorted(base.keys() & other.keys()):
+        a, b = base[seed], other[seed]
+        if len(a) < checkpoint or len(b) < checkpoint:
+            continue
+        x, y = b[checkpoint - 1], a[checkpoint - 1]
+        lower += bool(x < y)
+        equal += bool(x == y)
+        higher += bool(x > y)
+    return lower, equal, higher
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+")
@@ -61,13 +103,25 @@ def main() -> None:
         default=None,
         help="comma-separated methods to draw in the PNG (default: all)",
     )
+    parser.add_argument(
+        "--seeds", default=None, help="only these seeds, e.g. 0-9 or 0-4,7"
+    )
+    parser.add_argument(
+        "--paired",
+        default=None,
+        metavar="BASE",
+        help="also count, seed by seed, where each method beats BASE",
+    )
     args = parser.parse_args()
+    keep = None if args.seeds is None else parse_seeds(args.seeds)
     suffixes = dict(item.split("=", 1) for item in args.suffix)
     runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for path in args.files:
         with open(path) as fh:
             for line in fh:
                 r = json.loads(line)
+                if keep is not None and r["seed"] not in keep:
+                    continue
                 if r["method"].startswith("treebo") and path in suffixes:
                     r["method"] += suffixes[path]
                 key = (r["problem"], r["method"])
@@ -103,6 +157,28 @@ def main() -> None:
             secs = [s for r in rs for s in r["proposal_seconds"]]
             sec = f"{np.median(secs):.2f}" if secs else "-"
             print(f"| {m} | {len(rs)} | " + " | ".join(cells) + f" | {sec} |")
+        if args.paired is not None and (problem, args.paired) in runs:
+            base = {
+                r["seed"]: log10_regret_curve(r) for r in runs[(problem, args.paired)]
+            }
+            print(
+                f"\nSeed by seed against {args.paired}: lower / equal / higher "
+                "regret (sign-test p)\n"
+            )
+            print("| method | " + " | ".join(f"@{c}" for c in cps) + " |")
+            print("|---|" + "---|" * len(cps))
+            for m in methods:
+                if m == args.paired:
+                    continue
+                other = {r["seed"]: log10_regret_curve(r) for r in runs[(problem, m)]}
+                cells = []
+                for c in cps:
+                    lo, eq, hi = paired_counts(base, other, c)
+                    if lo + eq + hi == 0:
+                        cells.append("-")
+                        continue
+                    cells.append(f"{lo} / {eq} / {hi} ({sign_test(lo, hi):.2g})")
+                print(f"| {m} | " + " | ".join(cells) + " |")
     if args.png:
         import matplotlib
 

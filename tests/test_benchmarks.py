@@ -1,0 +1,55 @@
+"""Benchmark helpers: method options and the paired seed-by-seed summary."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from benchmarks.bo_benchmark import treebo_options
+from benchmarks.summarize import paired_counts, parse_seeds, sign_test
+from treebo import TreeOptimizer
+from treebo.test_functions import Jenatton
+
+
+def test_sign_test_matches_the_binomial_tail():
+    # Brute force: P(|W - n/2| >= |w - n/2|) under Binomial(n, 1/2).
+    for wins, losses in [(0, 0), (9, 1), (5, 5), (0, 10), (13, 7), (1, 2)]:
+        n = wins + losses
+        dev = abs(wins - n / 2)
+        brute = sum(math.comb(n, k) for k in range(n + 1) if abs(k - n / 2) >= dev)
+        assert sign_test(wins, losses) == pytest.approx(min(1.0, brute / 2**n))
+    assert sign_test(10, 0) == pytest.approx(2 / 1024)
+
+
+def test_paired_counts_compare_common_seeds_at_the_checkpoint():
+    inf = -np.inf
+    base = {0: np.array([-1.0, -2.0]), 1: np.array([-1.0, inf]), 2: np.array([0.0])}
+    other = {0: np.array([-1.0, -3.0]), 1: np.array([-2.0, inf]), 3: np.array([0, 0])}
+    # Seed 0: lower at 2; seed 1: equal (both exact) at 2; seeds 2, 3 not shared.
+    assert paired_counts(base, other, 2) == (1, 1, 0)
+    assert paired_counts(base, other, 1) == (1, 1, 0)
+    assert paired_counts(other, base, 1) == (0, 1, 1)
+    assert paired_counts(base, other, 3) == (0, 0, 0)
+
+
+def test_parse_seeds():
+    assert parse_seeds("0-3") == {0, 1, 2, 3}
+    assert parse_seeds("0-1,7,9-10") == {0, 1, 7, 9, 10}
+
+
+def test_ucb_methods_pin_the_paper_loop_or_take_the_defaults():
+    space = Jenatton("paper").space
+    paper = TreeOptimizer(space, **treebo_options("treebo_ucb"))
+    assert paper.path_selection == "sum" and paper.local_patience == 0
+    assert not paper._redirect_allowed()
+    # A greedy floor keeps its unlimited redirects, as before the pins.
+    greedy = TreeOptimizer(space, **treebo_options("treebo_ucb_greedy_lp2"))
+    assert greedy._redirect_allowed() and greedy.local_patience == 2
+    default = TreeOptimizer(space, **treebo_options("treebo_ucb_default"))
+    assert (default.path_selection, default.local_patience) == ("joint", 2)
+    assert default._redirect_allowed()
+    assert treebo_options("hck_logei") is None
+    with pytest.raises(ValueError, match="unknown modifier"):
+        treebo_options("treebo_logei_fast")
