@@ -19,7 +19,9 @@ Methods:
     treebo_ucb_joint  the same, choosing the path by the whole-function UCB
     treebo_ucb_default  Add-Tree-GP-UCB with ``TreeOptimizer``'s defaults for it
                   (``"joint"``, unlimited redirects, ``local_patience=2``)
-    treebo_logei  AddTreeGP + LogEI over all paths in one batch
+    treebo_logei  AddTreeGP + LogEI over all paths in one batch, without vertex
+                  offsets (the default loop of sessions 2-6; today's default
+                  is ``treebo_logei_offsets``)
     *_global      any treebo method above without local refinement of the
                   incumbent (``TreeOptimizer(local_refinement=False)``)
     *_loo         ... with hyper-parameters fitted by leave-one-out likelihood
@@ -27,7 +29,8 @@ Methods:
     *_shared      ... with lengthscales and output scales shared by all vertices;
                   ``*_lsall``/``*_osall`` share only the lengthscales / only
                   the output scales (the other stays shared by depth)
-    *_offsets     ... with a learned constant per vertex (``vertex_bias="all"``)
+    *_offsets     ... with a learned constant per vertex (``vertex_bias="all"``;
+                  the LogEI default of ``TreeOptimizer`` since session 7)
     *_shrink      ... with the local box halved per failed local step
                   (``local_shrink=True``)
     *_exploit     ... with a global noise floor of 1e-3 (the local model keeps
@@ -134,12 +137,14 @@ def botorch_proposal(
 # "treebo_ucb" and "treebo_ucb_joint" pin the paper's loop (no redirects unless
 # a greedy floor asks for them, no local patience), whatever TreeOptimizer's
 # defaults for Add-Tree-GP-UCB; "treebo_ucb_default" takes those defaults.
+# "treebo_logei" pins the LogEI loop of sessions 2-6 (no vertex offsets); the
+# loop's LogEI default since session 7 is "treebo_logei_offsets".
 _UCB_PAPER_LOOP = {"acquisition": "add_tree_ucb", "local_patience": 0}
 TREEBO_METHODS = {
     "treebo_ucb": {**_UCB_PAPER_LOOP, "path_selection": "sum"},
     "treebo_ucb_joint": {**_UCB_PAPER_LOOP, "path_selection": "joint"},
     "treebo_ucb_default": {"acquisition": "add_tree_ucb"},
-    "treebo_logei": {"acquisition": "log_ei"},
+    "treebo_logei": {"acquisition": "log_ei", "vertex_bias": "none"},
 }
 TREEBO_MODIFIERS = {
     "global": {"local_refinement": False},

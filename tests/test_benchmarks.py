@@ -50,6 +50,10 @@ def test_ucb_methods_pin_the_paper_loop_or_take_the_defaults():
     default = TreeOptimizer(space, **treebo_options("treebo_ucb_default"))
     assert (default.path_selection, default.local_patience) == ("joint", 2)
     assert default._redirect_allowed()
+    # "treebo_logei" pins the loop of sessions 2-6; "_offsets" is the default.
+    assert TreeOptimizer(space, **treebo_options("treebo_logei")).vertex_bias == "none"
+    offsets = TreeOptimizer(space, **treebo_options("treebo_logei_offsets"))
+    assert offsets.vertex_bias == TreeOptimizer(space).vertex_bias == "all"
     assert treebo_options("hck_logei") is None
     with pytest.raises(ValueError, match="unknown modifier"):
         treebo_options("treebo_logei_fast")

@@ -72,8 +72,11 @@ def test_add_tree_ucb_defaults_redirect_and_refine():
     ucb = TreeOptimizer(problem.space, seed=4, acquisition="add_tree_ucb")
     assert (ucb.path_selection, ucb.local_patience) == ("joint", 2)
     assert ucb.basin_redirects is None and ucb._redirect_allowed()
+    assert ucb.vertex_bias == "none"
     logei = TreeOptimizer(problem.space)
     assert logei.local_patience == 0 and not logei._redirect_allowed()
+    assert logei.vertex_bias == "all"
+    assert TreeOptimizer(problem.space, vertex_bias=False).vertex_bias == "none"
     # Explicit values win over the acquisition's defaults.
     paper = TreeOptimizer(
         problem.space, acquisition="add_tree_ucb", basin_redirects=0, local_patience=0
