@@ -76,6 +76,11 @@ from botorch.optim import optimize_acqf_mixed
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from treebo import TreeOptimizer, TreeSpace
+
+if __package__:  # imported as benchmarks.bo_benchmark
+    from .summarize import parse_seeds
+else:  # run as a script: benchmarks/ is on sys.path
+    from summarize import parse_seeds
 from treebo.test_functions import GeneralizedJenatton, Jenatton
 
 PROBLEMS = {
@@ -283,13 +288,6 @@ def run_optuna(problem, design: list[dict], seed: int, budget: int) -> list[floa
     return values
 
 
-def parse_seeds(text: str) -> list[int]:
-    if "-" in text:
-        lo, hi = text.split("-")
-        return list(range(int(lo), int(hi) + 1))
-    return [int(s) for s in text.split(",")]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="p1a,p1b,p2")
@@ -309,7 +307,7 @@ def main() -> None:
         for line in out.read_text().splitlines():
             r = json.loads(line)
             done.add((r["problem"], r["method"], r["seed"], r["budget"]))
-    for seed in parse_seeds(args.seeds):
+    for seed in sorted(parse_seeds(args.seeds)):
         for problem in args.problems.split(","):
             for method in args.methods.split(","):
                 key = (problem, method, seed, args.budget)
