@@ -39,7 +39,7 @@ def test_parse_seeds():
     assert parse_seeds("0-1,7,9-10") == {0, 1, 7, 9, 10}
 
 
-def test_ucb_methods_pin_the_paper_loop_or_take_the_defaults():
+def test_benchmark_methods_pin_the_old_loops_or_take_the_defaults():
     space = Jenatton("paper").space
     paper = TreeOptimizer(space, **treebo_options("treebo_ucb"))
     assert paper.path_selection == "sum" and paper.local_patience == 0

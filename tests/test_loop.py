@@ -67,7 +67,7 @@ def test_add_tree_ucb_loop_reaches_the_optimal_branch_without_repeats():
             assert not opt._observed(X[i], X[:i])
 
 
-def test_add_tree_ucb_defaults_redirect_and_refine():
+def test_defaults_depend_on_the_acquisition():
     problem = Jenatton("paper")
     ucb = TreeOptimizer(problem.space, seed=4, acquisition="add_tree_ucb")
     assert (ucb.path_selection, ucb.local_patience) == ("joint", 2)

@@ -45,6 +45,7 @@ from treebo.models.add_tree_gp import AddTreeGP
 from treebo.models.fit import fit_model, noise_floor_likelihood, validate_fit_criterion
 from treebo.optim.local_refinement import linf_distance, local_refinement_candidate
 from treebo.optim.tree_optimize import (
+    PATH_SELECTIONS,
     TreeCandidate,
     optimize_acqf_tree,
     optimize_add_tree_ucb,
@@ -52,7 +53,6 @@ from treebo.optim.tree_optimize import (
 from treebo.space import TreeSpace
 
 ACQUISITIONS = ("add_tree_ucb", "log_ei")
-PATH_SELECTIONS = ("joint", "sum")
 CHECKPOINT_VERSION = 1
 
 
@@ -187,8 +187,9 @@ class TreeOptimizer:
             confounded, so it can settle on a wrong branch). With
             ``"add_tree_ucb"`` the loop's defaults change to the setting that
             measured best with it (``path_selection="joint"``, unlimited
-            ``basin_redirects``, ``local_patience=2``); the paper's loop is
-            ``path_selection="sum", basin_redirects=0, local_patience=0``.
+            ``basin_redirects``, ``local_patience=2``, no vertex offsets); the
+            paper's loop is ``path_selection="sum", basin_redirects=0,
+            local_patience=0``.
             Whatever the acquisition, a global proposal that repeats an
             evaluated point (to 1e-4 of each range) and cannot become a local
             step is replaced by the best path candidate not yet evaluated.

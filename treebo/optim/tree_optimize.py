@@ -24,6 +24,8 @@ from treebo.acquisition.add_tree_ucb import AddTreeUCB
 from treebo.optim.lbfgsb import maximize_batched
 from treebo.space import TreeSpace
 
+PATH_SELECTIONS = ("sum", "joint")
+
 
 @dataclass
 class TreeCandidate:
@@ -151,9 +153,9 @@ def optimize_add_tree_ucb(
     """
     if not isinstance(acq_function, AddTreeUCB):
         raise TypeError("optimize_add_tree_ucb needs an AddTreeUCB acquisition.")
-    if path_selection not in ("sum", "joint"):
+    if path_selection not in PATH_SELECTIONS:
         raise ValueError(
-            f"path_selection must be 'sum' or 'joint', got {path_selection!r}."
+            f"path_selection must be one of {PATH_SELECTIONS}, got {path_selection!r}."
         )
     _check_inputs(space, num_restarts, raw_samples)
     ref = _reference_tensor(acq_function)
