@@ -144,12 +144,15 @@ def botorch_proposal(
 # defaults for Add-Tree-GP-UCB; "treebo_ucb_default" takes those defaults.
 # "treebo_logei" pins the LogEI loop of sessions 2-6 (no vertex offsets); the
 # loop's LogEI default since session 7 is "treebo_logei_offsets".
-_UCB_PAPER_LOOP = {"acquisition": "add_tree_ucb", "local_patience": 0}
+# Every method measured before session 8 pins the local step of its time
+# (LogEI on a local model with noise floor 1e-6).
+_LEI = {"local_acquisition": "log_ei", "local_noise_floor": 1e-6}
+_UCB_PAPER_LOOP = {"acquisition": "add_tree_ucb", "local_patience": 0, **_LEI}
 TREEBO_METHODS = {
     "treebo_ucb": {**_UCB_PAPER_LOOP, "path_selection": "sum"},
     "treebo_ucb_joint": {**_UCB_PAPER_LOOP, "path_selection": "joint"},
-    "treebo_ucb_default": {"acquisition": "add_tree_ucb"},
-    "treebo_logei": {"acquisition": "log_ei", "vertex_bias": "none"},
+    "treebo_ucb_default": {"acquisition": "add_tree_ucb", **_LEI},
+    "treebo_logei": {"acquisition": "log_ei", "vertex_bias": "none", **_LEI},
 }
 TREEBO_MODIFIERS = {
     "global": {"local_refinement": False},
@@ -180,6 +183,10 @@ TREEBO_MODIFIERS = {
     "lr2": {"local_radius": 0.02},
     "nf4": {"noise_floor": 1e-4},
     "nf5": {"noise_floor": 1e-5},
+    "lucb": {"local_acquisition": "ucb"},
+    "lnf8": {"local_noise_floor": 1e-8},
+    "lucb01": {"local_acquisition": "ucb", "local_beta": 0.01},
+    "lucb1": {"local_acquisition": "ucb", "local_beta": 1.0},
     "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},

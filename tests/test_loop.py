@@ -272,6 +272,31 @@ def test_local_shrink_halves_the_box_per_failed_local_step(monkeypatch, shrink):
     assert radii == [0.02 if shrink else 0.08]
 
 
+@pytest.mark.parametrize(
+    "options, expected",
+    [({}, ("ucb", 0.1)), ({"local_acquisition": "log_ei"}, ("log_ei", 0.1)),
+     ({"local_beta": 2.0}, ("ucb", 2.0))],
+)  # fmt: skip
+def test_the_local_step_gets_the_loop_s_local_acquisition(
+    monkeypatch, options, expected
+):
+    import treebo.loop as loop
+
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, **options)
+    params = problem.space.to_dicts(problem.space.sample(1, seed=0))[0]
+    opt.history.append(Trial(0, params, 1.0, kind="initial"))
+    seen = []
+
+    def spy(space, X, y, radius, **kwargs):
+        seen.append((kwargs["acquisition"], kwargs["beta"]))
+        return None
+
+    monkeypatch.setattr(loop, "local_refinement_candidate", spy)
+    opt._local_candidate(*opt.training_data(), seed=0)
+    assert seen == [expected]
+
+
 def test_a_sequence_of_noise_floors_is_cycled_over_proposals():
     problem = Jenatton("paper")
     opt = TreeOptimizer(problem.space, seed=0, n_initial=5, noise_floor=(1e-2, 1e-6))
@@ -448,6 +473,10 @@ def test_bad_loop_arguments():
         TreeOptimizer(space, greedy_noise_floor=())
     with pytest.raises(ValueError, match="basin_patience"):
         TreeOptimizer(space, basin_patience=0)
+    with pytest.raises(ValueError, match="local_acquisition must be one of"):
+        TreeOptimizer(space, local_acquisition="ei")
+    with pytest.raises(ValueError, match="local_beta must be a finite number"):
+        TreeOptimizer(space, local_beta=-1.0)
 
 
 def test_a_model_that_cannot_be_fitted_falls_back_to_random(monkeypatch):

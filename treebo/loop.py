@@ -43,7 +43,11 @@ from treebo.kernels.add_tree import (
 )
 from treebo.models.add_tree_gp import AddTreeGP
 from treebo.models.fit import fit_model, noise_floor_likelihood, validate_fit_criterion
-from treebo.optim.local_refinement import linf_distance, local_refinement_candidate
+from treebo.optim.local_refinement import (
+    linf_distance,
+    local_refinement_candidate,
+    validate_local_acquisition,
+)
 from treebo.optim.tree_optimize import (
     PATH_SELECTIONS,
     TreeCandidate,
@@ -279,7 +283,12 @@ class TreeOptimizer:
             proposal (possibly in a new basin) restores it.
         local_noise_floor: Lower bound on the local model's noise variance,
             standardized over the neighbourhood (its resolution, independent
-            of the global model's ``noise_floor``).
+            of the global model's ``noise_floor``; 1e-6 before session 8).
+        local_acquisition: The local step's acquisition: ``"ucb"`` (default,
+            :math:`\mu + \sqrt{\beta}\sigma` with ``local_beta``) or
+            ``"log_ei"`` (the loop's local step before session 8, which kept
+            choosing the corners of the local box).
+        local_beta: The local UCB weight :math:`\beta`.
         fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
             (marginal likelihood) or ``"loo"`` (leave-one-out predictive
             likelihood, see :func:`~treebo.models.fit_model`).
@@ -315,7 +324,9 @@ class TreeOptimizer:
         local_interval: int | None = None,
         local_patience: int | None = None,
         local_shrink: bool = False,
-        local_noise_floor: float = 1e-6,
+        local_noise_floor: float = 1e-8,
+        local_acquisition: str = "ucb",
+        local_beta: float = 0.1,
         fit_criterion: str = "mll",
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
@@ -388,6 +399,11 @@ class TreeOptimizer:
         if not local_noise_floor > 0:
             raise ValueError(f"local_noise_floor must be > 0, got {local_noise_floor}.")
         self.local_noise_floor = local_noise_floor
+        validate_local_acquisition(
+            local_acquisition, local_beta, ("local_acquisition", "local_beta")
+        )
+        self.local_acquisition = local_acquisition
+        self.local_beta = local_beta
         self.device = (
             torch.device(device) if device is not None else torch.device("cpu")
         )
@@ -600,6 +616,8 @@ class TreeOptimizer:
             y,
             radius=radius,
             noise_floor=self.local_noise_floor,
+            acquisition=self.local_acquisition,
+            beta=self.local_beta,
             seed=seed,
         )
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -102,12 +104,47 @@ def test_repeated_points_count_once():
     assert 0.0 < linf_distance(space, cand[0], X[best]) <= spread * (1 + 1e-9)
 
 
+# A P1(a) history on the optimal path (r8, x4), from a benchmark run: the
+# incumbent sits at r8 = 0 (a bound), x4 = 4e-4, and the local box's corners
+# (r8 = 0.05, x4 = +-0.1) are far from most of the nearby points.
+CORNER_HISTORY = [
+    (0.7137, -0.5802), (0.7709, -0.8662), (0.0, -0.1741), (0.0, 0.2741),
+    (0.0, 0.0015), (0.0, 1.0), (0.0095, 0.0112), (0.05, -0.0985), (0.0, 0.0089),
+    (0.0, 0.0179), (0.0, -0.0018), (0.05, 0.1015), (0.0, 0.0004), (0.0, -0.0996),
+]  # fmt: skip
+
+
+def test_ucb_step_refines_where_log_ei_picks_a_box_corner():
+    problem = Jenatton("paper")
+    space = problem.space
+    X = space.to_tensor(
+        [{"x1": 0, "x2": 0, "r8": r8, "x4": x4} for r8, x4 in CORNER_HISTORY]
+    )
+    y = -problem(X).unsqueeze(-1)
+    best = X[int(y.argmax())]
+    regret = float(-y.max()) - 0.1
+    for seed in range(3):
+        ei = local_refinement_candidate(space, X, y, seed=seed, acquisition="log_ei")
+        ucb = local_refinement_candidate(space, X, y, seed=seed)
+        # LogEI: the unexplored corner, whose posterior variance is the prior's.
+        assert linf_distance(space, ei[0], best) == pytest.approx(0.05)
+        assert float(problem(ei)) - 0.1 > 1e3 * regret
+        # UCB (the default): a step near the incumbent that improves on it.
+        assert linf_distance(space, ucb[0], best) < 0.01
+        assert float(problem(ucb)) - 0.1 < 0.5 * regret
+
+
 def test_bad_inputs_are_rejected():
     space, X, y = basin_data()
     with pytest.raises(ValueError, match="X must be n x d and y n x 1"):
         local_refinement_candidate(space, X, y.squeeze(-1))
     with pytest.raises(ValueError, match="radius must be > 0"):
         local_refinement_candidate(space, X, y, radius=0.0)
+    with pytest.raises(ValueError, match="acquisition must be one of"):
+        local_refinement_candidate(space, X, y, acquisition="ei")
+    for beta in (-0.1, math.nan, True, "1"):
+        with pytest.raises(ValueError, match="beta must be a finite number >= 0"):
+            local_refinement_candidate(space, X, y, beta=beta)
 
 
 def test_linf_distance_is_infinite_across_paths():
