@@ -185,6 +185,7 @@ TREEBO_MODIFIERS = {
     "nf5": {"noise_floor": 1e-5},
     "lucb": {"local_acquisition": "ucb"},
     "lnf8": {"local_noise_floor": 1e-8},
+    "lalt": {"local_acquisition": ("ucb", "log_ei")},
     "lucb01": {"local_acquisition": "ucb", "local_beta": 0.01},
     "lucb1": {"local_acquisition": "ucb", "local_beta": 1.0},
     "matern": {"base_kernel": "matern52"},

@@ -297,6 +297,24 @@ def test_the_local_step_gets_the_loop_s_local_acquisition(
     assert seen == [expected]
 
 
+def test_a_sequence_of_local_acquisitions_is_cycled_over_local_steps():
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, local_acquisition=("ucb", "log_ei"))
+    params = problem.space.to_dicts(problem.space.sample(1, seed=0))[0]
+    seen = []
+    for kind in ["initial", "bo", "local", "bo", "local", "local"]:
+        seen.append(opt._next_local_acquisition())
+        opt.history.append(Trial(len(opt.history), params, 1.0, kind=kind))
+    seen.append(opt._next_local_acquisition())
+    # Only local steps advance the cycle.
+    assert seen == ["ucb", "ucb", "ucb", "log_ei", "log_ei", "ucb", "log_ei"]
+    for bad in ((), 3):
+        with pytest.raises(ValueError, match="local_acquisition must be a name or"):
+            TreeOptimizer(problem.space, local_acquisition=bad)
+    with pytest.raises(ValueError, match="local_acquisition must be one of"):
+        TreeOptimizer(problem.space, local_acquisition=("ucb", "ei"))
+
+
 def test_a_sequence_of_noise_floors_is_cycled_over_proposals():
     problem = Jenatton("paper")
     opt = TreeOptimizer(problem.space, seed=0, n_initial=5, noise_floor=(1e-2, 1e-6))

@@ -285,10 +285,12 @@ class TreeOptimizer:
             standardized over the neighbourhood (its resolution, independent
             of the global model's ``noise_floor``; 1e-6 before session 8).
         local_acquisition: The local step's acquisition: ``"ucb"`` (default,
-            :math:`\mu + \sqrt{\beta}\sigma` with ``local_beta``) or
+            posterior mean + sqrt(``local_beta``) x std) or
             ``"log_ei"`` (the loop's local step before session 8, which kept
-            choosing the corners of the local box).
-        local_beta: The local UCB weight :math:`\beta`.
+            choosing the corners of the local box), or a sequence of them
+            cycled over the local steps, e.g. ``("ucb", "log_ei")``.
+        local_beta: The local UCB weight (``beta`` of BoTorch's
+            ``UpperConfidenceBound``).
         fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
             (marginal likelihood) or ``"loo"`` (leave-one-out predictive
             likelihood, see :func:`~treebo.models.fit_model`).
@@ -325,7 +327,7 @@ class TreeOptimizer:
         local_patience: int | None = None,
         local_shrink: bool = False,
         local_noise_floor: float = 1e-8,
-        local_acquisition: str = "ucb",
+        local_acquisition: str | Sequence[str] = "ucb",
         local_beta: float = 0.1,
         fit_criterion: str = "mll",
         checkpoint: str | os.PathLike | None = None,
@@ -399,9 +401,20 @@ class TreeOptimizer:
         if not local_noise_floor > 0:
             raise ValueError(f"local_noise_floor must be > 0, got {local_noise_floor}.")
         self.local_noise_floor = local_noise_floor
-        validate_local_acquisition(
-            local_acquisition, local_beta, ("local_acquisition", "local_beta")
-        )
+        if isinstance(local_acquisition, str):
+            local_acquisitions = (local_acquisition,)
+        elif isinstance(local_acquisition, Sequence) and local_acquisition:
+            local_acquisitions = tuple(local_acquisition)
+        else:
+            raise ValueError(
+                "local_acquisition must be a name or a non-empty sequence of "
+                f"names, got {local_acquisition!r}."
+            )
+        for name in local_acquisitions:
+            validate_local_acquisition(
+                name, local_beta, ("local_acquisition", "local_beta")
+            )
+        self._local_acquisitions = local_acquisitions
         self.local_acquisition = local_acquisition
         self.local_beta = local_beta
         self.device = (
@@ -616,10 +629,16 @@ class TreeOptimizer:
             y,
             radius=radius,
             noise_floor=self.local_noise_floor,
-            acquisition=self.local_acquisition,
+            acquisition=self._next_local_acquisition(),
             beta=self.local_beta,
             seed=seed,
         )
+
+    def _next_local_acquisition(self) -> str:
+        """The acquisition of the next local step (``local_acquisition``
+        cycled over the local steps in the history)."""
+        done = sum(t.kind == "local" for t in self.history)
+        return self._local_acquisitions[done % len(self._local_acquisitions)]
 
     def _local_step_due(self) -> bool:
         """Whether ``local_interval`` or ``local_patience`` asks for a local step."""
