@@ -275,7 +275,8 @@ def test_local_shrink_halves_the_box_per_failed_local_step(monkeypatch, shrink):
 @pytest.mark.parametrize(
     "options, expected",
     [({}, ("ucb", 0.1)), ({"local_acquisition": "log_ei"}, ("log_ei", 0.1)),
-     ({"local_beta": 2.0}, ("ucb", 2.0))],
+     ({"local_beta": 2.0}, ("ucb", 2.0)),
+     ({"local_acquisition": ("log_ei", "ucb")}, ("log_ei", 0.1))],
 )  # fmt: skip
 def test_the_local_step_gets_the_loop_s_local_acquisition(
     monkeypatch, options, expected
@@ -299,7 +300,8 @@ def test_the_local_step_gets_the_loop_s_local_acquisition(
 
 def test_a_sequence_of_local_acquisitions_is_cycled_over_local_steps():
     problem = Jenatton("paper")
-    opt = TreeOptimizer(problem.space, local_acquisition=("ucb", "log_ei"))
+    opt = TreeOptimizer(problem.space)  # the default alternates UCB and LogEI
+    assert opt.local_acquisition == ("ucb", "log_ei")
     params = problem.space.to_dicts(problem.space.sample(1, seed=0))[0]
     seen = []
     for kind in ["initial", "bo", "local", "bo", "local", "local"]:

@@ -29,10 +29,12 @@ precision.
 The default acquisition is an upper confidence bound with a small weight,
 :math:`\mu(x) + \sqrt{\beta}\,\sigma(x)` with :math:`\beta = 0.1`: the
 step exploits the local model's prediction and explores only where it is
-unsure near that prediction. ``LogExpectedImprovement`` is available, but in
-a box whose corners hold no data it prefers those corners (their posterior
-variance is the prior's), so its steps on the Jenatton problem kept landing
-on the box's edge; see ``benchmarks/RESULTS.md``, session 8. The local noise
+unsure near that prediction. ``LogExpectedImprovement`` explores more: in a
+box whose corners hold no data it prefers those corners (their posterior
+variance is the prior's), so on the Jenatton problem its steps kept landing
+on the box's edge. Exploring steps still help the box shrink onto the optimum,
+so :class:`~treebo.loop.TreeOptimizer` alternates the two by default (see
+``benchmarks/RESULTS.md``, session 8). The local noise
 floor (default :math:`10^{-8}` of the neighbourhood's standardized variance)
 bounds how finely a step can resolve the values near the incumbent; with
 :math:`10^{-6}`, 24 UCB steps from 8 P1(a) histories of 16 evaluations reached
