@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from benchmarks.bo_benchmark import treebo_options
+from benchmarks.local_steps import parse_variant
 from benchmarks.summarize import paired_counts, parse_seeds, sign_test
 from treebo import TreeOptimizer
 from treebo.test_functions import Jenatton
@@ -54,6 +55,29 @@ def test_benchmark_methods_pin_the_old_loops_or_take_the_defaults():
     assert TreeOptimizer(space, **treebo_options("treebo_logei")).vertex_bias == "none"
     offsets = TreeOptimizer(space, **treebo_options("treebo_logei_offsets"))
     assert offsets.vertex_bias == TreeOptimizer(space).vertex_bias == "all"
+    # Every method measured before session 8 keeps its LogEI-only local steps
+    # with the 1e-6 local floor; "_lucb_lnf8_lalt" takes today's default.
+    for method in ("treebo_logei", "treebo_logei_offsets", "treebo_ucb_default"):
+        old = TreeOptimizer(space, **treebo_options(method))
+        assert (old.local_acquisition, old.local_noise_floor) == ("log_ei", 1e-6)
+    today = TreeOptimizer(
+        space, **treebo_options("treebo_logei_offsets_lucb_lnf8_lalt")
+    )
+    plain = TreeOptimizer(space)
+    for name in ("local_acquisition", "local_noise_floor", "local_beta"):
+        assert getattr(today, name) == getattr(plain, name)
     assert treebo_options("hck_logei") is None
     with pytest.raises(ValueError, match="unknown modifier"):
         treebo_options("treebo_logei_fast")
+
+
+def test_local_step_variants_parse_or_name_the_problem():
+    assert parse_variant("alt") == ("alt", {})
+    assert parse_variant("ucb:noise_floor=1e-8:beta=0.5") == (
+        "ucb",
+        {"noise_floor": 1e-8, "beta": 0.5},
+    )
+    with pytest.raises(ValueError, match="unknown acquisition 'ei'"):
+        parse_variant("ei")
+    with pytest.raises(ValueError, match="unknown option 'radius'"):
+        parse_variant("ucb:radius=0.1")
