@@ -21,7 +21,9 @@ Methods:
                   (``"joint"``, unlimited redirects, ``local_patience=2``)
     treebo_logei  AddTreeGP + LogEI over all paths in one batch, without vertex
                   offsets (the default loop of sessions 2-6; today's default
-                  is ``treebo_logei_offsets``)
+                  is ``treebo_logei_offsets_lucb_lnf8_lalt``)
+                  The four methods above pin the local steps measured before
+                  session 8 (LogEI only, local noise floor 1e-6).
     *_global      any treebo method above without local refinement of the
                   incumbent (``TreeOptimizer(local_refinement=False)``)
     *_loo         ... with hyper-parameters fitted by leave-one-out likelihood
@@ -48,6 +50,10 @@ Methods:
                   default floor)
     *_nf4, *_nf5  ... with a global noise floor of 1e-4 / 1e-5
     *_lr1, *_lr2  ... with ``local_radius`` 0.01 / 0.02
+    *_lucb        ... with UCB local steps (``local_acquisition="ucb"``)
+    *_lnf8        ... with a local noise floor of 1e-8
+    *_lalt        ... with UCB and LogEI local steps alternating (the default
+                  since session 8, with ``*_lnf8``)
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
@@ -186,8 +192,6 @@ TREEBO_MODIFIERS = {
     "lucb": {"local_acquisition": "ucb"},
     "lnf8": {"local_noise_floor": 1e-8},
     "lalt": {"local_acquisition": ("ucb", "log_ei")},
-    "lucb01": {"local_acquisition": "ucb", "local_beta": 0.01},
-    "lucb1": {"local_acquisition": "ucb", "local_beta": 1.0},
     "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},
