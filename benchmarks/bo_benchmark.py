@@ -167,6 +167,7 @@ TREEBO_MODIFIERS = {
     "lsall": {"share_lengthscales": "all"},
     "osall": {"share_outputscales": "all"},
     "offsets": {"vertex_bias": "all"},
+    "shc": {"shared_component": True},
     "shrink": {"local_shrink": True},
     "exploit": {"noise_floor": 1e-3, "local_shrink": True},
     "mixed": {"noise_floor": (1e-3, 1e-6), "local_shrink": True},

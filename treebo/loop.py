@@ -243,6 +243,10 @@ class TreeOptimizer:
             (default ``"depth"``: an unexplored branch keeps the amplitude
             learned on its siblings, so its posterior variance stays wide
             enough for the acquisition to try it).
+        shared_component: Give the vertices of each depth of the tree a shared
+            function in the :class:`AddTreeKernel` as well as their own, so
+            that a branch learns the trends of its siblings before it is
+            explored.
         base_kernel: Per-vertex correlation of the :class:`AddTreeKernel`,
             ``"rbf"`` (default) or ``"matern52"``.
         vertex_bias: Per-vertex constants of the :class:`AddTreeKernel`
@@ -324,6 +328,7 @@ class TreeOptimizer:
         warm_start: bool = True,
         share_lengthscales: str = "depth",
         share_outputscales: str = "depth",
+        shared_component: bool = False,
         base_kernel: str = "rbf",
         vertex_bias: bool | str | None = None,
         path_selection: str = "joint",
@@ -375,6 +380,11 @@ class TreeOptimizer:
         self.warm_start = warm_start
         self.share_lengthscales = share_lengthscales
         self.share_outputscales = share_outputscales
+        if not isinstance(shared_component, bool):
+            raise ValueError(
+                f"shared_component must be a bool, got {shared_component!r}."
+            )
+        self.shared_component = shared_component
         if base_kernel not in BASE_KERNELS:
             raise ValueError(
                 f"base_kernel must be one of {BASE_KERNELS}, got {base_kernel!r}."
@@ -589,6 +599,7 @@ class TreeOptimizer:
                 likelihood=likelihood,
                 share_lengthscales=self.share_lengthscales,
                 share_outputscales=self.share_outputscales,
+                shared_component=self.shared_component,
                 base_kernel=self.base_kernel,
                 vertex_bias=self.vertex_bias,
             ).to(X)

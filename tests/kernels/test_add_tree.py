@@ -12,19 +12,53 @@ from treebo.structure import TreeStructure
 from treebo.test_functions import Jenatton
 
 
+def _on(tree: TreeStructure, v: int, x: torch.Tensor) -> bool:
+    return all(abs(x[c] - val) < 1e-9 for c, val in tree.vertex_conditions(v))
+
+
+def _scaled(kernel: AddTreeKernel, v: int, x: torch.Tensor) -> torch.Tensor:
+    """Vertex ``v``'s continuous values of ``x`` over its lengthscales, padded."""
+    cols = list(kernel.tree.vertices[v].continuous_columns)
+    z = torch.zeros(kernel.tree.max_vertex_dim, dtype=x.dtype)
+    z[: len(cols)] = x[cols] / kernel.lengthscale.detach()[v, : len(cols)]
+    return z
+
+
+def brute_force_shared_gram(kernel: AddTreeKernel, X1, X2) -> torch.Tensor:
+    """The slots' shared components as a loop over pairs of vertices: tau_s
+    kappa(z_u - z'_w) for active u, w with parameters in the same slot s."""
+    tree = kernel.tree
+    tau = kernel.slot_outputscale.detach()
+    with_params = [v.index for v in tree.vertices if v.continuous_columns]
+    K = torch.zeros(X1.shape[0], X2.shape[0])
+    for i in range(X1.shape[0]):
+        for j in range(X2.shape[0]):
+            for u in with_params:
+                for w in with_params:
+                    s = int(tree.vertex_slots[u])
+                    if s != int(tree.vertex_slots[w]):
+                        continue
+                    if not (_on(tree, u, X1[i]) and _on(tree, w, X2[j])):
+                        continue
+                    r2 = (_scaled(kernel, u, X1[i]) - _scaled(kernel, w, X2[j])) ** 2
+                    K[i, j] += tau[s] * stationary_correlation(
+                        r2.sum(), kernel.base_kernel
+                    )
+    return K
+
+
 def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
     """Definition 4 as a double loop: sum over shared vertices of k_v."""
     tree = kernel.tree
     ls, scale = kernel.lengthscale.detach(), kernel.effective_outputscale().detach()
     offset = kernel.effective_offset().detach()
     K = torch.zeros(X1.shape[0], X2.shape[0])
+    if kernel.shared_component:
+        K += brute_force_shared_gram(kernel, X1, X2)
     for i in range(X1.shape[0]):
         for j in range(X2.shape[0]):
             for v in tree.vertices:
-                path = tree.vertex_conditions(v.index)
-                on_i = all(abs(X1[i, c] - val) < 1e-9 for c, val in path)
-                on_j = all(abs(X2[j, c] - val) < 1e-9 for c, val in path)
-                if not (on_i and on_j):
+                if not (_on(tree, v.index, X1[i]) and _on(tree, v.index, X2[j])):
                     continue
                 K[i, j] += offset[v.index]
                 if not v.continuous_columns:
@@ -45,6 +79,9 @@ def randomize(kernel: AddTreeKernel, seed: int) -> None:
     kernel.outputscale = 0.1 + torch.rand(kernel.outputscale.shape, generator=g)
     if kernel.vertex_bias != "none":
         kernel.vertex_offset = 0.1 + torch.rand(kernel.outputscale.shape, generator=g)
+    if kernel.shared_component:
+        shape = kernel.slot_outputscale.shape
+        kernel.slot_outputscale = 0.1 + torch.rand(shape, generator=g)
 
 
 @pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
@@ -58,6 +95,47 @@ def test_matches_brute_force_definition_4(tree_case, base_kernel, vertex_bias):
     torch.testing.assert_close(K, brute_force_gram(kernel, X1, X2), atol=1e-10, rtol=0)
     diag = kernel(X1, X1, diag=True).detach()
     torch.testing.assert_close(diag, brute_force_gram(kernel, X1, X1).diag())
+
+
+@pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
+@pytest.mark.parametrize("vertex_bias", [False, "all"])
+def test_shared_component_matches_brute_force(tree_case, base_kernel, vertex_bias):
+    d, deps = tree_case
+    kernel = AddTreeKernel(
+        d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias, shared_component=True
+    )
+    randomize(kernel, 1)
+    X1, X2 = random_points(d, deps, 8, 3), random_points(d, deps, 6, 4)
+    K = kernel(X1, X2).to_dense().detach()
+    torch.testing.assert_close(K, brute_force_gram(kernel, X1, X2), atol=1e-10, rtol=0)
+    diag = kernel(X1, X1, diag=True).detach()
+    torch.testing.assert_close(diag, brute_force_gram(kernel, X1, X1).diag())
+    # Points on different branches of a slot now covary; Definition 4 alone
+    # (the same kernel without the component) gives a different Gram matrix.
+    plain = AddTreeKernel(d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias)
+    plain.load_state_dict(kernel.state_dict(), strict=False)
+    shared = brute_force_shared_gram(kernel, X1, X2)
+    torch.testing.assert_close(K - plain(X1, X2).to_dense().detach(), shared)
+    assert shared.abs().max() > 1e-3
+
+
+def test_shared_component_gram_is_psd_and_differentiable():
+    d, deps = random_tree(2, max_depth=3)
+    kernel = AddTreeKernel(d, deps, vertex_bias="all", shared_component=True)
+    randomize(kernel, 6)
+    X = random_points(d, deps, 40, 7)
+    K = kernel(X).to_dense().detach()
+    torch.testing.assert_close(K, K.T)
+    assert torch.linalg.eigvalsh(K).min() > -1e-10
+    X1, X2 = random_points(d, deps, 5, 8), random_points(d, deps, 4, 9)
+    raw_tau = kernel.raw_slot_outputscale.detach().clone().requires_grad_(True)
+    raw_ls = kernel.raw_lengthscale.detach().clone().requires_grad_(True)
+
+    def h(rt, rl):
+        params = {"raw_slot_outputscale": rt, "raw_lengthscale": rl}
+        return torch.func.functional_call(kernel, params, (X1, X2)).to_dense()
+
+    assert torch.autograd.gradcheck(h, (raw_tau, raw_ls))
 
 
 def test_high_dimensional_vertices_use_the_same_definition():
@@ -218,10 +296,12 @@ def test_sampling_the_priors_keeps_parameter_shapes(share, batch_shape):
         vertex_bias="all",
         share_lengthscales=share,
         share_outputscales=share,
+        shared_component=True,
         batch_shape=batch_shape,
     )
     ls, os_ = kernel.group_lengthscale.clone(), kernel.group_outputscale.clone()
     offset = kernel.vertex_offset.clone()
+    tau = kernel.slot_outputscale.clone()
     torch.manual_seed(0)
     sample_all_priors(kernel)
     assert kernel.group_lengthscale.shape == ls.shape
@@ -230,14 +310,19 @@ def test_sampling_the_priors_keeps_parameter_shapes(share, batch_shape):
     assert (kernel.group_outputscale != os_).all()
     assert kernel.vertex_offset.shape == offset.shape
     assert (kernel.vertex_offset != offset).all()
+    assert kernel.slot_outputscale.shape == tau.shape
+    assert (kernel.slot_outputscale != tau).all()
     if batch_shape:  # independent draws per batch member
         assert not torch.equal(kernel.group_lengthscale[0], kernel.group_lengthscale[1])
 
 
+@pytest.mark.parametrize("shared_component", [False, True])
 @pytest.mark.parametrize("vertex_bias", ["none", "all"])
-def test_vertex_covariance_is_the_per_vertex_term(vertex_bias):
+def test_vertex_covariance_is_the_per_vertex_term(vertex_bias, shared_component):
     d, deps = random_tree(2, max_depth=2)
-    kernel = AddTreeKernel(d, deps, vertex_bias=vertex_bias)
+    kernel = AddTreeKernel(
+        d, deps, vertex_bias=vertex_bias, shared_component=shared_component
+    )
     randomize(kernel, 5)
     Z, X = random_points(d, deps, 3, 11), random_points(d, deps, 5, 12)
     kv = kernel.vertex_covariance(Z, X).detach()  # 3 x V x 5
@@ -247,11 +332,25 @@ def test_vertex_covariance_is_the_per_vertex_term(vertex_bias):
     # Summing k_v over the vertices active at z gives k(z, x).
     full = (kv * active_z.unsqueeze(-1)).sum(-2)
     torch.testing.assert_close(full, kernel(Z, X).to_dense().detach())
-    assert (kv[:, ~active_x.any(0)] == 0).all()
+    if shared_component:
+        # A vertex covaries with points that have a vertex with parameters in
+        # its slot (its own or a sibling), and with no others.
+        slots = tree.vertex_slots
+        has = kernel.vertex_has_params
+        in_slot = (slots.unsqueeze(0) == slots.unsqueeze(1)) & has  # V x V
+        reach = (active_x.double() @ in_slot.double().T) > 0  # n x V
+        reach = (reach & has) | (active_x & kernel.vertex_contributes)
+        assert (kv.abs() > 0).sum() > 0
+        assert (kv.permute(1, 2, 0)[~reach.T] == 0).all()
+        assert (kv[:, ~active_x.any(0) & has].abs() > 0).any()
+    else:
+        assert (kv[:, ~active_x.any(0)] == 0).all()
     # At z = x the per-vertex term is the vertex's prior variance.
     kxx = kernel.vertex_covariance(X, X).detach().diagonal(dim1=0, dim2=2).T
     prior = kernel.vertex_prior_variance().detach().expand_as(kxx)
-    torch.testing.assert_close(kxx, prior * active_x)
+    torch.testing.assert_close(kxx[active_x], prior[active_x])
+    if not shared_component:
+        assert (kxx[~active_x] == 0).all()
 
 
 def test_bad_inputs_raise_named_errors():
@@ -260,6 +359,10 @@ def test_bad_inputs_raise_named_errors():
         AddTreeKernel(3, deps, base_kernel="periodic")
     with pytest.raises(ValueError, match="vertex_bias"):
         AddTreeKernel(3, deps, vertex_bias="leaves")
+    with pytest.raises(ValueError, match="shared_component"):
+        AddTreeKernel(3, deps, shared_component="depth")
+    with pytest.raises(AttributeError, match="shared_component"):
+        AddTreeKernel(3, deps).slot_outputscale = 1.0
     with pytest.raises(ValueError, match="outside"):
         AddTreeKernel(3, {0: {0: [5]}})
     with pytest.raises(ValueError, match="child of both"):

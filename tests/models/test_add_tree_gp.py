@@ -32,11 +32,15 @@ def fitted_jenatton_model(n: int = 20, seed: int = 0, **kwargs) -> tuple:
     return problem, model
 
 
-@pytest.mark.parametrize("vertex_bias", ["none", "all"])
+@pytest.mark.parametrize(
+    "vertex_bias, shared_component", [("none", False), ("all", False), ("all", True)]
+)
 @pytest.mark.parametrize(
     "problem", [Jenatton(), GeneralizedJenatton(3, balanced=False)]
 )
-def test_vertex_means_sum_to_posterior_mean_on_every_path(problem, vertex_bias):
+def test_vertex_means_sum_to_posterior_mean_on_every_path(
+    problem, vertex_bias, shared_component
+):
     space = problem.space
     X = space.sample(25, seed=1)
     model = AddTreeGP(
@@ -45,6 +49,7 @@ def test_vertex_means_sum_to_posterior_mean_on_every_path(problem, vertex_bias):
         space.to_hierarchical_dependencies(),
         bounds=space.bounds,
         vertex_bias=vertex_bias,
+        shared_component=shared_component,
     )
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     model.eval()
@@ -114,6 +119,11 @@ def test_construct_inputs_passes_the_tree():
     assert inputs["hierarchical_dependencies"] == deps
     model = AddTreeGP(**inputs)
     assert model.tree.num_vertices == 3
+    assert not model.covar_module.shared_component
+    inputs = AddTreeGP.construct_inputs(
+        ds, hierarchical_dependencies=deps, shared_component=True
+    )
+    assert AddTreeGP(**inputs).covar_module.shared_component
 
 
 def test_model_on_random_trees_fits_and_predicts(tree_case):

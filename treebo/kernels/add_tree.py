@@ -15,6 +15,14 @@ the paper). Each term is the product of a delta kernel on "both points pass
 through :math:`v`" and a stationary kernel, so the sum is PSD (Proposition 1).
 With ``vertex_bias``, each shared vertex also adds a learned constant
 :math:`c_v \ge 0` (a random offset per branch), which keeps the sum PSD.
+With ``shared_component``, the vertices of one slot (one depth of a plain tree)
+also share a function: for every slot :math:`s` in which both points have an
+active vertex with continuous parameters (:math:`u` and :math:`u'`, not
+necessarily the same), the kernel adds
+:math:`\tau_s^2\,\kappa(x|_u / \ell_u - x'|_{u'} / \ell_{u'})`, a stationary
+kernel of a feature map, hence PSD. Sibling branches then learn each other's
+trends (e.g. that a shared-shape parameter is best at its lower bound) before
+they are explored.
 
 Evaluation is vectorized over vertices with the slot encoding of
 :class:`~treebo.structure.TreeStructure`: each point has at most one active
@@ -243,6 +251,11 @@ class AddTreeKernel(Kernel):
             continuous columns, which otherwise contribute nothing) or
             ``"all"`` (every vertex). The constants follow the output scales'
             sharing groups.
+        shared_component: Add, per slot (per depth in a plain tree), a
+            function shared by all of the slot's vertices (see the module
+            docstring), with a learned output scale ``slot_outputscale[s]``
+            (prior and initial value: half the vertex output scales'). Off by
+            default (Definition 4 exactly).
         share_lengthscales: ``"none"`` (every vertex its own ARD lengthscales),
             ``"depth"`` (vertices at the same depth share them, so a branch with
             little data borrows the smoothness learned on its siblings) or
@@ -284,6 +297,7 @@ class AddTreeKernel(Kernel):
         vertex_bias: bool | str = False,
         share_lengthscales: str = "none",
         share_outputscales: str = "none",
+        shared_component: bool = False,
         lengthscale_prior: Prior | None | bool = None,
         outputscale_prior: Prior | None | bool = None,
         lengthscale_constraint: Interval | None = None,
@@ -323,6 +337,12 @@ class AddTreeKernel(Kernel):
         self.register_buffer("vertex_has_offset", has_offset)
         self.register_buffer("vertex_contributes", contributes)
         self.register_buffer("slot_weights", tree.slot_weights(contributes))
+        if not isinstance(shared_component, bool):
+            raise ValueError(
+                f"shared_component must be a bool, got {shared_component!r}."
+            )
+        self.shared_component = shared_component
+        self.register_buffer("vertex_slots", tree.vertex_slots.clone())
 
         # Sharing groups: vertices in one group share their lengthscales (or
         # output scales).
@@ -350,6 +370,12 @@ class AddTreeKernel(Kernel):
                 torch.nn.Parameter(torch.zeros(*batch_shape, G_os)),
             )
             self.register_constraint("raw_vertex_offset", GreaterThan(1e-8))
+        if shared_component:
+            self.register_parameter(
+                "raw_slot_outputscale",
+                torch.nn.Parameter(torch.zeros(*batch_shape, tree.num_slots)),
+            )
+            self.register_constraint("raw_slot_outputscale", GreaterThan(1e-8))
         if lengthscale_constraint is None:
             lengthscale_constraint = Interval(2.5e-3, 1e3, initial_value=1.0)
         if outputscale_constraint is None:
@@ -403,6 +429,21 @@ class AddTreeKernel(Kernel):
                 AddTreeKernel._offset_closure,
             )
             self.vertex_offset = torch.full((*batch_shape, V), 0.1 / path_len)
+        if shared_component:
+            from gpytorch.priors import LogNormalPrior
+
+            self.register_prior(
+                "slot_outputscale_prior",
+                LogNormalPrior(
+                    loc=torch.tensor(-math.log(2.0 * path_len)),
+                    scale=torch.tensor(1.0),
+                ),
+                AddTreeKernel._slot_outputscale_param,
+                AddTreeKernel._slot_outputscale_closure,
+            )
+            self.slot_outputscale = torch.full(
+                (*batch_shape, tree.num_slots), 0.5 / path_len
+            )
         # Initial values: the default prior's mode for lengthscales, and output
         # scales that sum to 1 along the longest path.
         self._set_group_lengthscale(init_ls.expand(*batch_shape, G, d_max))
@@ -432,6 +473,36 @@ class AddTreeKernel(Kernel):
     @staticmethod
     def _offset_closure(m: AddTreeKernel, v: Tensor) -> None:
         m._set_group_offset(_fold_prior_sample(v, m.raw_vertex_offset.shape))
+
+    @staticmethod
+    def _slot_outputscale_param(m: AddTreeKernel) -> Tensor:
+        return m.slot_outputscale
+
+    @staticmethod
+    def _slot_outputscale_closure(m: AddTreeKernel, v: Tensor) -> None:
+        m.slot_outputscale = _fold_prior_sample(v, m.raw_slot_outputscale.shape)
+
+    @property
+    def slot_outputscale(self) -> Tensor:
+        """``batch_shape x S`` output scales of the slots' shared components
+        (zeros without ``shared_component``)."""
+        if not self.shared_component:
+            return torch.zeros_like(self.raw_outputscale[..., :1]).expand(
+                *self.raw_outputscale.shape[:-1], self.tree.num_slots
+            )
+        return self.raw_slot_outputscale_constraint.transform(self.raw_slot_outputscale)
+
+    @slot_outputscale.setter
+    def slot_outputscale(self, value: Tensor | float) -> None:
+        if not self.shared_component:
+            raise AttributeError("slot_outputscale needs shared_component=True.")
+        self._set_constrained("raw_slot_outputscale", value)
+
+    def _vertex_shared_scale(self) -> Tensor:
+        """``batch_shape x V``: each vertex's slot output scale (zero for
+        vertices without continuous columns)."""
+        scale = self.slot_outputscale[..., self.vertex_slots]
+        return scale * self.vertex_has_params.to(scale)
 
     @property
     def group_lengthscale(self) -> Tensor:
@@ -533,9 +604,12 @@ class AddTreeKernel(Kernel):
         ls = self.lengthscale.unsqueeze(-3)  # *kb x 1 x V x D_max
         return z / ls * self.vertex_column_mask.to(z)
 
-    def _slot_features(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor | None]:
-        """Per-slot vertex ids, scaled features, output scales and constants
-        (None without ``vertex_bias``) of ``x``."""
+    def _slot_features(
+        self, x: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
+        """Per-slot vertex ids, scaled features, output scales, constants (None
+        without ``vertex_bias``) and has-parameters indicators (None without
+        ``shared_component``) of ``x``."""
         tree = self.tree
         active = tree.vertex_activity(x)
         ids = tree.slot_vertices(active, weights=self.slot_weights)
@@ -545,17 +619,20 @@ class AddTreeKernel(Kernel):
         z = z.expand(*batch, *z.shape[-2:])
         ids = ids.expand(*batch, ids.shape[-1])
         z_slot = torch.take_along_dim(z, ids.unsqueeze(-1), dim=-2)
-        scale = self.effective_outputscale()
-        scale = torch.cat([scale, torch.zeros_like(scale[..., :1])], dim=-1)
-        scale = scale.unsqueeze(-2).expand(*batch, scale.shape[-1])
-        s_slot = torch.take_along_dim(scale, ids, dim=-1)
+
+        def per_slot(values: Tensor) -> Tensor:  # *kb x V -> *batch x S
+            values = torch.cat([values, torch.zeros_like(values[..., :1])], dim=-1)
+            values = values.unsqueeze(-2).expand(*batch, values.shape[-1])
+            return torch.take_along_dim(values, ids, dim=-1)
+
+        s_slot = per_slot(self.effective_outputscale())
         o_slot = None
         if self.vertex_bias != "none":
-            offset = self.effective_offset()
-            offset = torch.cat([offset, torch.zeros_like(offset[..., :1])], dim=-1)
-            offset = offset.unsqueeze(-2).expand(*batch, offset.shape[-1])
-            o_slot = torch.take_along_dim(offset, ids, dim=-1)
-        return ids, z_slot, s_slot, o_slot
+            o_slot = per_slot(self.effective_offset())
+        p_slot = None
+        if self.shared_component:
+            p_slot = per_slot(self.vertex_has_params.to(z))
+        return ids, z_slot, s_slot, o_slot, p_slot
 
     def forward(
         self,
@@ -575,21 +652,28 @@ class AddTreeKernel(Kernel):
                     f"AddTreeKernel expects {name} with {self.dim} columns, got "
                     f"shape {tuple(x.shape)}."
                 )
-        ids1, z1, s1, o1 = self._slot_features(x1)
-        ids2, z2, _, _ = self._slot_features(x2)
+        ids1, z1, s1, o1, p1 = self._slot_features(x1)
+        ids2, z2, _, _, p2 = self._slot_features(x2)
         # Align batch ranks without copying (a batch of queries against one
         # training set must not recompute the training set's features).
         rank = max(ids1.dim(), ids2.dim())
         ids1, s1 = _lead(ids1, rank), _lead(s1, rank)
         ids2 = _lead(ids2, rank)
         z1, z2 = _lead(z1, rank + 1), _lead(z2, rank + 1)
+        if self.shared_component:
+            p1, p2 = _lead(p1, rank), _lead(p2, rank)
+            tau = self.slot_outputscale  # *kb x S
         if diag:
             sq = (z1 - z2).pow(2).sum(-1)  # *b x n x S
             k = stationary_correlation(sq, self.base_kernel)
+            same = ids1 == ids2
+            weight = same * s1
+            if self.shared_component:
+                weight = weight + tau.unsqueeze(-2) * p1 * p2
+            out = (k * weight).sum(-1)
             if o1 is not None:
-                k = k * s1 + _lead(o1, rank)
-                return (k * (ids1 == ids2)).sum(-1)
-            return (k * s1 * (ids1 == ids2)).sum(-1)
+                out = out + (same * _lead(o1, rank)).sum(-1)
+            return out
         # Slot-first layout: every n x m block is contiguous, and the sum over
         # slots runs over the outermost axis.
         a = z1.movedim(-2, -3).contiguous()  # *b x S x n x D
@@ -598,6 +682,10 @@ class AddTreeKernel(Kernel):
         # that vertex's output scale (zero for empty slots).
         same = ids1.movedim(-1, -2).unsqueeze(-1) == ids2.movedim(-1, -2).unsqueeze(-2)
         weight = same * s1.movedim(-1, -2).unsqueeze(-1)  # *b x S x n x m
+        if self.shared_component:
+            # Any two vertices of a slot share its component.
+            both = p1.movedim(-1, -2).unsqueeze(-1) * p2.movedim(-1, -2).unsqueeze(-2)
+            weight = weight + tau.unsqueeze(-1).unsqueeze(-1) * both
         gram = _SlotGram.apply(a, b, weight, self.base_kernel)
         if o1 is None:
             return gram
@@ -610,7 +698,12 @@ class AddTreeKernel(Kernel):
         Component ``v`` of the Add-Tree GP has covariance
         :math:`k_v(z, x) = (\sigma_v^2 \kappa((z|_v - x|_v)/\ell_v) + c_v)\,a_v(x)`
         between a query ``z`` that passes through ``v`` and a point ``x``
-        (:math:`a_v(x)` is 1 iff ``v`` is active at ``x``).
+        (:math:`a_v(x)` is 1 iff ``v`` is active at ``x``). With
+        ``shared_component``, component ``v`` also holds its slot's shared
+        function, which adds
+        :math:`\tau_s^2 \kappa(z|_v/\ell_v - x|_u/\ell_u)` for the vertex
+        :math:`u` active at ``x`` in ``v``'s slot :math:`s`; the components of
+        a path still sum to the full covariance.
 
         Args:
             z: ``*b x r x d`` query points (only continuous columns are read).
@@ -628,8 +721,20 @@ class AddTreeKernel(Kernel):
         k = k * scale.unsqueeze(-3)
         if self.vertex_bias != "none":
             k = k + self.effective_offset().unsqueeze(-1).unsqueeze(-3)
-        return k * active.unsqueeze(-3)
+        k = k * active.unsqueeze(-3)
+        if self.shared_component:
+            _, x_slot, _, _, p_slot = self._slot_features(x)  # *b x n x S (x D)
+            xs = x_slot[..., self.vertex_slots, :]  # *b x n x V x D
+            diff = zf.unsqueeze(-2) - xs.transpose(-2, -3).unsqueeze(-4)
+            ks = stationary_correlation(diff.pow(2).sum(-1), self.base_kernel)
+            present = p_slot[..., self.vertex_slots].transpose(-1, -2)  # *b x V x n
+            tau = self._vertex_shared_scale().unsqueeze(-1).unsqueeze(-3)
+            k = k + ks * tau * present.unsqueeze(-3)
+        return k
 
     def vertex_prior_variance(self) -> Tensor:
         """``batch_shape x V`` prior variance of each vertex's component."""
-        return self.effective_outputscale() + self.effective_offset()
+        variance = self.effective_outputscale() + self.effective_offset()
+        if self.shared_component:
+            variance = variance + self._vertex_shared_scale()
+        return variance

@@ -108,6 +108,7 @@ class AddTreeGP(SingleTaskGP):
         vertex_bias: See :class:`AddTreeKernel`.
         share_lengthscales: See :class:`AddTreeKernel`.
         share_outputscales: See :class:`AddTreeKernel`.
+        shared_component: See :class:`AddTreeKernel`.
         bounds: Optional ``2 x d`` bounds of the inputs used by the default
             normalization.
         input_transform: Input transform; ``DEFAULT`` normalizes continuous
@@ -128,6 +129,7 @@ class AddTreeGP(SingleTaskGP):
         vertex_bias: bool | str = False,
         share_lengthscales: str = "none",
         share_outputscales: str = "none",
+        shared_component: bool = False,
         bounds: Tensor | None = None,
         input_transform: InputTransform | _DefaultType | None = DEFAULT,
         outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
@@ -169,6 +171,7 @@ class AddTreeGP(SingleTaskGP):
                 vertex_bias=vertex_bias,
                 share_lengthscales=share_lengthscales,
                 share_outputscales=share_outputscales,
+                shared_component=shared_component,
                 batch_shape=batch_shape,
             )
         elif not isinstance(covar_module, AddTreeKernel) or covar_module.dim != d:
@@ -196,6 +199,7 @@ class AddTreeGP(SingleTaskGP):
         vertex_bias: bool | str = False,
         share_lengthscales: str = "none",
         share_outputscales: str = "none",
+        shared_component: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Model keyword arguments from a dataset (used by Ax's ``BoTorchGenerator``).
@@ -207,6 +211,7 @@ class AddTreeGP(SingleTaskGP):
             vertex_bias: See :class:`AddTreeKernel`.
             share_lengthscales: See :class:`AddTreeKernel`.
             share_outputscales: See :class:`AddTreeKernel`.
+            shared_component: See :class:`AddTreeKernel`.
         """
         inputs = super().construct_inputs(training_data=training_data, **kwargs)
         inputs["hierarchical_dependencies"] = hierarchical_dependencies
@@ -214,6 +219,7 @@ class AddTreeGP(SingleTaskGP):
         inputs["vertex_bias"] = vertex_bias
         inputs["share_lengthscales"] = share_lengthscales
         inputs["share_outputscales"] = share_outputscales
+        inputs["shared_component"] = shared_component
         return inputs
 
     @property
