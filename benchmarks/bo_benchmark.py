@@ -151,8 +151,13 @@ def botorch_proposal(
 # "treebo_logei" pins the LogEI loop of sessions 2-6 (no vertex offsets); the
 # loop's LogEI default since session 7 is "treebo_logei_offsets".
 # Every method measured before session 8 pins the local step of its time
-# (LogEI on a local model with noise floor 1e-6).
-_LEI = {"local_acquisition": "log_ei", "local_noise_floor": 1e-6}
+# (LogEI on a local model with noise floor 1e-6), and every method measured
+# before session 9 the kernel without shared components (modifier "shc").
+_LEI = {
+    "local_acquisition": "log_ei",
+    "local_noise_floor": 1e-6,
+    "shared_component": False,
+}
 _UCB_PAPER_LOOP = {"acquisition": "add_tree_ucb", "local_patience": 0, **_LEI}
 TREEBO_METHODS = {
     "treebo_ucb": {**_UCB_PAPER_LOOP, "path_selection": "sum"},

@@ -60,12 +60,25 @@ def test_benchmark_methods_pin_the_old_loops_or_take_the_defaults():
     for method in ("treebo_logei", "treebo_logei_offsets", "treebo_ucb_default"):
         old = TreeOptimizer(space, **treebo_options(method))
         assert (old.local_acquisition, old.local_noise_floor) == ("log_ei", 1e-6)
-    today = TreeOptimizer(
-        space, **treebo_options("treebo_logei_offsets_lucb_lnf8_lalt")
-    )
+    # ... and every method measured before session 9 the kernel without
+    # shared components; "_shc" takes today's default.
+    for method in ("treebo_logei", "treebo_ucb_default", "treebo_ucb_joint"):
+        assert not TreeOptimizer(space, **treebo_options(method)).shared_component
+    session8 = "treebo_logei_offsets_lucb_lnf8_lalt"
+    assert not TreeOptimizer(space, **treebo_options(session8)).shared_component
+    today = TreeOptimizer(space, **treebo_options(session8 + "_shc"))
     plain = TreeOptimizer(space)
-    for name in ("local_acquisition", "local_noise_floor", "local_beta"):
+    for name in (
+        "local_acquisition",
+        "local_noise_floor",
+        "local_beta",
+        "shared_component",
+        "vertex_bias",
+        "share_lengthscales",
+        "share_outputscales",
+    ):
         assert getattr(today, name) == getattr(plain, name)
+    assert plain.shared_component
     assert treebo_options("hck_logei") is None
     with pytest.raises(ValueError, match="unknown modifier"):
         treebo_options("treebo_logei_fast")

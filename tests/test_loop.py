@@ -75,7 +75,8 @@ def test_defaults_depend_on_the_acquisition():
     assert ucb.vertex_bias == "none"
     logei = TreeOptimizer(problem.space)
     assert logei.local_patience == 0 and not logei._redirect_allowed()
-    assert logei.vertex_bias == "all"
+    assert logei.vertex_bias == "all" and logei.shared_component
+    assert not ucb.shared_component
     assert TreeOptimizer(problem.space, vertex_bias=False).vertex_bias == "none"
     # Explicit values win over the acquisition's defaults.
     paper = TreeOptimizer(
@@ -97,8 +98,7 @@ def test_shared_components_find_the_optimal_branch_of_a_depth_4_tree():
     # value 0.1) and stays on a leaf of value 0.5 for 30 evaluations; sharing
     # each depth's trend (the r's are best at 0) finds the optimal leaf.
     problem = GeneralizedJenatton(depth=4, balanced=True)
-    opt = TreeOptimizer(problem.space, seed=3, shared_component=True)
-    assert opt.shared_component
+    opt = TreeOptimizer(problem.space, seed=3)  # shared components by default
     for _ in range(20):
         params = opt.ask()
         opt.tell(params, problem.objective(params))
