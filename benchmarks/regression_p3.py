@@ -71,6 +71,7 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
 
     ``_shared``: one lengthscale and one output scale for all vertices
     (AddTreeGP only). ``_bias``: ``vertex_bias=True`` (AddTreeGP only).
+    ``_shc``: ``shared_component=True`` (AddTreeGP only).
     ``_loo``: hyper-parameters by leave-one-out likelihood and a noise floor of
     1e-6 (the data are noise-free) instead of the marginal likelihood and
     BoTorch's default likelihood.
@@ -78,7 +79,7 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
     space = problem.space
     deps = space.to_hierarchical_dependencies()
     base, *suffixes = method.split("_")
-    unknown = set(suffixes) - {"shared", "loo", "tree", "bias"}
+    unknown = set(suffixes) - {"shared", "loo", "tree", "bias", "shc"}
     if unknown:
         raise ValueError(f"unknown suffix in method {method!r}: {unknown}")
     criterion = "loo" if "loo" in suffixes else "mll"
@@ -98,6 +99,7 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
                 share_lengthscales=share,
                 share_outputscales=share,
                 vertex_bias="bias" in suffixes,
+                shared_component="shc" in suffixes,
                 **options(),
             )
 
