@@ -6,12 +6,14 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from benchmarks.bo_benchmark import treebo_options
 from benchmarks.local_steps import parse_variant
+from benchmarks.sibling_transfer import FlippedGeneralizedJenatton
 from benchmarks.summarize import paired_counts, parse_seeds, sign_test
 from treebo import TreeOptimizer
-from treebo.test_functions import Jenatton
+from treebo.test_functions import GeneralizedJenatton, Jenatton
 
 
 def test_sign_test_matches_the_binomial_tail():
@@ -94,3 +96,28 @@ def test_local_step_variants_parse_or_name_the_problem():
         parse_variant("ei")
     with pytest.raises(ValueError, match="unknown option 'radius'"):
         parse_variant("ucb:radius=0.1")
+
+
+def test_flipped_tree_reverses_every_other_sibling_and_keeps_the_optimum():
+    flipped, plain = FlippedGeneralizedJenatton(), GeneralizedJenatton(depth=4)
+    space = flipped.space
+    x_star = torch.tensor(flipped._optimizers, dtype=torch.float64)
+    assert flipped.evaluate_true(x_star).item() == pytest.approx(0.1, abs=1e-12)
+    X = space.sample(500, seed=0)
+    assert (flipped.evaluate_true(X) > 0.1).all()
+    # Siblings disagree: at depth 1 one branch's r is best at 0, the other's
+    # at 1 (brute force over the two r's of depth 1, everything else fixed).
+    tree = space.tree
+    depth1 = [v.index for v in tree.vertices if v.depth == 1]
+    cols = [int(tree.vertex_columns[v, 0]) for v in depth1]
+    best_r = []
+    for v, col in zip(depth1, cols, strict=True):
+        x = space.set_paths(X[:1].clone(), torch.tensor([0]))
+        path = int(torch.nonzero(tree.path_vertex_mask[:, v])[0])
+        x = space.set_paths(x, torch.tensor([path]))
+        grid = x.repeat(11, 1)
+        grid[:, col] = torch.linspace(0, 1, 11, dtype=torch.float64)
+        best_r.append(float(grid[flipped.evaluate_true(grid).argmin(), col]))
+        # The unflipped tree has every r best at 0.
+        assert float(grid[plain.evaluate_true(grid).argmin(), col]) == 0.0
+    assert sorted(best_r) == [0.0, 1.0]
