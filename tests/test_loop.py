@@ -75,8 +75,8 @@ def test_defaults_depend_on_the_acquisition():
     assert ucb.vertex_bias == "none"
     logei = TreeOptimizer(problem.space)
     assert logei.local_patience == 0 and not logei._redirect_allowed()
-    assert logei.vertex_bias == "all" and logei.shared_component
-    assert not ucb.shared_component
+    assert logei.vertex_bias == "all"
+    assert logei.shared_component and ucb.shared_component
     assert TreeOptimizer(problem.space, vertex_bias=False).vertex_bias == "none"
     # Explicit values win over the acquisition's defaults.
     paper = TreeOptimizer(
