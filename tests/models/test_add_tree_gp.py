@@ -143,23 +143,32 @@ def test_model_on_random_trees_fits_and_predicts(tree_case):
     assert (vp.variance >= 0).all()
 
 
-@pytest.mark.parametrize("with_bounds", [True, False])
-def test_batched_training_data_match_separate_models(with_bounds):
+@pytest.mark.parametrize(
+    "with_bounds, shared", [(True, False), (False, False), (True, True)]
+)
+def test_batched_training_data_match_separate_models(with_bounds, shared):
     problem = Jenatton()
     space = problem.space
     deps = space.to_hierarchical_dependencies()
     X = torch.stack([space.sample(10, seed=s) for s in (0, 1)])  # 2 x 10 x 9
     Y = problem(X).unsqueeze(-1)
     bounds = space.bounds if with_bounds else None
-    batched = AddTreeGP(X, Y, deps, bounds=bounds)
+    batched = AddTreeGP(X, Y, deps, bounds=bounds, shared_component=shared)
     batched.covar_module.lengthscale = torch.tensor([[0.3], [0.7]]).unsqueeze(-2)
+    if shared:  # different shared scales per batch member
+        num_slots = batched.covar_module.tree.num_slots
+        scales = torch.tensor([[0.2], [0.9]]).expand(2, num_slots)
+        batched.covar_module.slot_outputscale = scales
     Z = space.sample(6, seed=2)
     batched.eval()
     with torch.no_grad():
         mean = batched.posterior(Z).mean  # 2 x 6 x 1
     for b in range(2):
-        single = AddTreeGP(X[b], Y[b], deps, bounds=bounds)
+        single = AddTreeGP(X[b], Y[b], deps, bounds=bounds, shared_component=shared)
         single.covar_module.lengthscale = batched.covar_module.lengthscale[b]
+        if shared:
+            scale = batched.covar_module.slot_outputscale[b].detach()
+            single.covar_module.slot_outputscale = scale
         single.eval()
         with torch.no_grad():
             torch.testing.assert_close(single.posterior(Z).mean, mean[b])
