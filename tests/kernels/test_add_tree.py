@@ -73,6 +73,19 @@ def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
     return K
 
 
+def gradcheck_parameters(kernel: AddTreeKernel, names, X1, X2) -> bool:
+    """``gradcheck`` of the Gram matrix with respect to the named raw parameters."""
+    values = tuple(
+        getattr(kernel, n).detach().clone().requires_grad_(True) for n in names
+    )
+
+    def gram(*raw):
+        params = dict(zip(names, raw, strict=True))
+        return torch.func.functional_call(kernel, params, (X1, X2)).to_dense()
+
+    return torch.autograd.gradcheck(gram, values)
+
+
 def randomize(kernel: AddTreeKernel, seed: int) -> None:
     g = torch.Generator().manual_seed(seed)
     kernel.lengthscale = 0.2 + torch.rand(kernel.lengthscale.shape, generator=g)
@@ -128,14 +141,9 @@ def test_shared_component_gram_is_psd_and_differentiable():
     torch.testing.assert_close(K, K.T)
     assert torch.linalg.eigvalsh(K).min() > -1e-10
     X1, X2 = random_points(d, deps, 5, 8), random_points(d, deps, 4, 9)
-    raw_tau = kernel.raw_slot_outputscale.detach().clone().requires_grad_(True)
-    raw_ls = kernel.raw_lengthscale.detach().clone().requires_grad_(True)
-
-    def h(rt, rl):
-        params = {"raw_slot_outputscale": rt, "raw_lengthscale": rl}
-        return torch.func.functional_call(kernel, params, (X1, X2)).to_dense()
-
-    assert torch.autograd.gradcheck(h, (raw_tau, raw_ls))
+    assert gradcheck_parameters(
+        kernel, ("raw_slot_outputscale", "raw_lengthscale"), X1, X2
+    )
 
 
 def test_high_dimensional_vertices_use_the_same_definition():
@@ -209,14 +217,7 @@ def test_gradcheck_inputs_and_hyperparameters(base_kernel, max_vertex_dim):
     a, b = X1.clone().requires_grad_(True), X2.clone().requires_grad_(True)
     assert torch.autograd.gradcheck(f, (a, b))
 
-    raw_ls = kernel.raw_lengthscale.detach().clone().requires_grad_(True)
-    raw_os = kernel.raw_outputscale.detach().clone().requires_grad_(True)
-
-    def h(rl, ro):
-        params = {"raw_lengthscale": rl, "raw_outputscale": ro}
-        return torch.func.functional_call(kernel, params, (X1, X2)).to_dense()
-
-    assert torch.autograd.gradcheck(h, (raw_ls, raw_os))
+    assert gradcheck_parameters(kernel, ("raw_lengthscale", "raw_outputscale"), X1, X2)
 
 
 def test_batch_shapes_broadcast_and_do_not_mix():

@@ -37,7 +37,7 @@ import math
 import torch
 from gpytorch.constraints import GreaterThan, Interval
 from gpytorch.kernels import Kernel
-from gpytorch.priors import Prior
+from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
 
 from treebo.structure import HierarchicalDependencies, TreeStructure
@@ -385,8 +385,6 @@ class AddTreeKernel(Kernel):
 
         init_ls = torch.ones(G, d_max)
         if lengthscale_prior is None:
-            from gpytorch.priors import LogNormalPrior
-
             dims = group_dims.clamp_min(1).to(torch.float64)
             loc = (math.sqrt(2.0) + 0.5 * dims.log()).unsqueeze(-1).expand(G, d_max)
             lengthscale_prior = LogNormalPrior(
@@ -403,8 +401,6 @@ class AddTreeKernel(Kernel):
         path_mask = tree.path_vertex_mask & contributes.unsqueeze(0)
         path_len = max(1, int(path_mask.sum(-1).max()))
         if outputscale_prior is None:
-            from gpytorch.priors import LogNormalPrior
-
             outputscale_prior = LogNormalPrior(
                 loc=torch.tensor(-math.log(path_len)), scale=torch.tensor(1.0)
             )
@@ -417,8 +413,6 @@ class AddTreeKernel(Kernel):
             )
         if vertex_bias != "none":
             # Offsets: a tenth of an output scale a priori and initially.
-            from gpytorch.priors import LogNormalPrior
-
             self.register_prior(
                 "vertex_offset_prior",
                 LogNormalPrior(
@@ -430,8 +424,6 @@ class AddTreeKernel(Kernel):
             )
             self.vertex_offset = torch.full((*batch_shape, V), 0.1 / path_len)
         if shared_component:
-            from gpytorch.priors import LogNormalPrior
-
             self.register_prior(
                 "slot_outputscale_prior",
                 LogNormalPrior(
