@@ -227,7 +227,67 @@ def treebo_options(method: str) -> dict | None:
     return None
 
 
-def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
+def _peer_state_path(checkpoint: Path, problem: str, method: str, seed: int) -> Path:
+    return checkpoint / f"{problem}_{method}_{seed}.json"
+
+
+def _load_peer_state(
+    checkpoint: Path | None, problem: str, method: str, seed: int
+) -> dict | None:
+    """A BoTorch peer's evaluations so far (``None`` without a checkpoint)."""
+    if checkpoint is None:
+        return None
+    path = _peer_state_path(checkpoint, problem, method, seed)
+    if not path.exists():
+        return None
+    state = json.loads(path.read_text())
+    key = (state["problem"], state["method"], state["seed"])
+    if key != (problem, method, seed) or len(state["X"]) != len(state["values"]):
+        raise ValueError(f"checkpoint {path} does not hold {problem} {method} {seed}.")
+    return state
+
+
+def _save_peer_state(
+    checkpoint: Path,
+    problem: str,
+    method: str,
+    seed: int,
+    X: torch.Tensor,
+    values: list[float],
+    proposal_seconds: list[float],
+) -> None:
+    """Write a BoTorch peer's evaluations so far, atomically (temp file + rename)."""
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    path = _peer_state_path(checkpoint, problem, method, seed)
+    state = {
+        "problem": problem,
+        "method": method,
+        "seed": seed,
+        "X": X.tolist(),
+        "values": values,
+        "proposal_seconds": proposal_seconds,
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(state))
+    tmp.replace(path)
+
+
+def run(
+    problem_name: str,
+    method: str,
+    seed: int,
+    budget: int,
+    checkpoint: Path | None = None,
+) -> dict:
+    """One BO run of ``method`` on ``problem_name`` with ``budget`` evaluations.
+
+    With ``checkpoint`` (a folder), the BoTorch peers (``hck_logei``,
+    ``flat_logei``, minutes to hours per run) write their points and values
+    after every evaluation and resume from there: a killed run loses at most
+    the proposal in progress, and a finished run can be extended to a larger
+    budget. treebo's methods and the others run in seconds to minutes and
+    start over.
+    """
     problem = PROBLEMS[problem_name]()
     space = problem.space
     design = initial_design(space, seed)
@@ -248,8 +308,15 @@ def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
         configs = design + space.to_dicts(space.sample(budget, seed=10_000 + seed))
         values = [problem.objective(c) for c in configs[:budget]]
     elif method in ("hck_logei", "flat_logei"):
-        X = space.to_tensor(design)
-        values = [problem.objective(c) for c in design]
+        state = _load_peer_state(checkpoint, problem_name, method, seed)
+        if state is None:
+            X = space.to_tensor(design)
+            values = [problem.objective(c) for c in design]
+        else:
+            n = min(len(state["values"]), budget)
+            X = torch.tensor(state["X"][:n], dtype=torch.float64)
+            values = list(state["values"][:n])
+            proposal_seconds = state["proposal_seconds"][: n - len(design)]
         while len(values) < budget:
             y = -torch.tensor(values, dtype=torch.float64).unsqueeze(-1)
             t0 = time.perf_counter()
@@ -257,6 +324,10 @@ def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
             proposal_seconds.append(time.perf_counter() - t0)
             X = torch.cat([X, x])
             values.append(problem.objective(space.to_dict(x[0])))
+            if checkpoint is not None:
+                _save_peer_state(
+                    checkpoint, problem_name, method, seed, X, values, proposal_seconds
+                )
     elif method == "optuna_tpe":
         values = run_optuna(problem, design, seed, budget)
     else:
@@ -316,8 +387,14 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=100)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="benchmarks/out/bo.jsonl")
+    parser.add_argument(
+        "--checkpoint",
+        default=None,
+        help="folder for the BoTorch peers' per-evaluation checkpoints",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    checkpoint = Path(args.checkpoint) if args.checkpoint else None
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
@@ -332,7 +409,7 @@ def main() -> None:
                 if key in done:
                     continue
                 t0 = time.time()
-                record = run(problem, method, seed, args.budget)
+                record = run(problem, method, seed, args.budget, checkpoint)
                 record["wall_seconds"] = time.time() - t0
                 record["machine"] = f"{platform.machine()} {torch.get_num_threads()}t"
                 record["date"] = time.strftime("%Y-%m-%d")

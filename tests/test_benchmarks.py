@@ -121,3 +121,44 @@ def test_flipped_tree_reverses_every_other_sibling_and_keeps_the_optimum():
         # The unflipped tree has every r best at 0.
         assert float(grid[plain.evaluate_true(grid).argmin(), col]) == 0.0
     assert sorted(best_r) == [0.0, 1.0]
+
+
+def test_peer_runs_resume_from_their_checkpoint(tmp_path, monkeypatch):
+    import benchmarks.bo_benchmark as bo
+
+    calls = []
+
+    def fake_proposal(kind, space, X, y, seed):
+        # Deterministic in (seed, len(y)), like a seeded BoTorch proposal.
+        calls.append(len(y))
+        if fail_at is not None and len(y) == fail_at:
+            raise KeyboardInterrupt  # the run is killed mid-proposal
+        return space.sample(1, seed=seed)
+
+    monkeypatch.setattr(bo, "botorch_proposal", fake_proposal)
+    fail_at = None
+    reference = bo.run("p1a", "hck_logei", 3, 14)["values"]
+    n_design = 14 - len(calls)
+
+    # Killed during the proposal of evaluation 11: the first 10 are kept.
+    fail_at = 10
+    with pytest.raises(KeyboardInterrupt):
+        bo.run("p1a", "hck_logei", 3, 12, checkpoint=tmp_path)
+    calls.clear()
+    fail_at = None
+    resumed = bo.run("p1a", "hck_logei", 3, 12, checkpoint=tmp_path)
+    assert calls == [10, 11]  # only the missing proposals were made
+    assert resumed["values"] == reference[:12]
+    assert len(resumed["proposal_seconds"]) == 12 - n_design
+    # A finished run extends to a larger budget and truncates to a smaller one.
+    calls.clear()
+    assert bo.run("p1a", "hck_logei", 3, 14, checkpoint=tmp_path)["values"] == reference
+    assert calls == [12, 13]
+    short = bo.run("p1a", "hck_logei", 3, 11, checkpoint=tmp_path)
+    assert short["values"] == reference[:11]
+    assert len(short["proposal_seconds"]) == 11 - n_design
+    # Another run's file under this run's name is refused.
+    path = tmp_path / "p1a_hck_logei_3.json"
+    path.rename(tmp_path / "p1a_hck_logei_4.json")
+    with pytest.raises(ValueError, match="does not hold p1a hck_logei 4"):
+        bo.run("p1a", "hck_logei", 4, 14, checkpoint=tmp_path)
