@@ -10,7 +10,7 @@ import torch
 
 from benchmarks.bo_benchmark import treebo_options
 from benchmarks.local_steps import parse_variant
-from benchmarks.sibling_transfer import FlippedGeneralizedJenatton
+from benchmarks.sibling_transfer import FlippedGeneralizedJenatton, UnrelatedLeaves
 from benchmarks.summarize import paired_counts, parse_seeds, sign_test
 from treebo import TreeOptimizer
 from treebo.test_functions import GeneralizedJenatton, Jenatton
@@ -121,6 +121,29 @@ def test_flipped_tree_reverses_every_other_sibling_and_keeps_the_optimum():
         # The unflipped tree has every r best at 0.
         assert float(grid[plain.evaluate_true(grid).argmin(), col]) == 0.0
     assert sorted(best_r) == [0.0, 1.0]
+
+
+def test_unrelated_leaves_have_their_stated_minima():
+    problem = UnrelatedLeaves()
+    space = problem.space
+    assert problem.objective(problem.optimal_params) == 0.0
+    configs = space.to_dicts(space.sample(3000, seed=1))
+    assert min(problem.objective(c) for c in configs) > 0.0
+    # Brute force on a grid per leaf (r at its best value): each leaf's minimum
+    # is where the docstring puts it, and only "ridge" reaches 0.
+    g = np.linspace(0.0, 1.0, 301)
+    wave = [problem.objective({"r": 0.37, "leaf": "wave", "w": w}) for w in g]
+    assert min(wave) == pytest.approx(0.2, abs=1e-9)
+    g2 = np.linspace(0.0, 1.0, 121)
+    branin = [
+        problem.objective({"r": 0.37, "leaf": "branin", "b1": a, "b2": b})
+        for a in g2
+        for b in g2
+    ]
+    assert 0.3 <= min(branin) < 0.302
+    # The branch dimensions differ, so the leaves' slot pads unlike parameters.
+    dims = {label: len(v.params) for label, v in space.root.choices[0].options.items()}
+    assert dims == {"branin": 2, "ridge": 3, "wave": 1}
 
 
 def test_peer_runs_resume_from_their_checkpoint(tmp_path, monkeypatch):
