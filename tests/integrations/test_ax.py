@@ -90,10 +90,15 @@ def test_unsupported_ax_parameters_are_named():
         tree_space_from_ax(bad)
     with pytest.raises(ValueError, match="num_initial_trials"):
         add_tree_generation_strategy(num_initial_trials=0)
+    with pytest.raises(ValueError, match="noise_floor must be > 0"):
+        add_tree_generation_strategy(noise_floor=-1e-6)
 
 
-def run_ax(search_space, objective, num_initial: int, num_trials: int):
-    """Run Sobol + AddTreeGP in Ax; return the strategy (its model is fitted)."""
+def run_ax(search_space, objective, num_initial: int, num_trials: int, **options):
+    """Run Sobol + AddTreeGP in Ax; return the strategy (its model is fitted).
+
+    ``options`` go to ``add_tree_generation_strategy``.
+    """
     from ax.core.data import Data
     from ax.core.experiment import Experiment
     from ax.core.objective import Objective
@@ -109,7 +114,9 @@ def run_ax(search_space, objective, num_initial: int, num_trials: int):
             Objective("-f", metric_name_to_signature={"f": "f"})
         ),
     )
-    strategy = add_tree_generation_strategy(num_initial_trials=num_initial, seed=0)
+    strategy = add_tree_generation_strategy(
+        num_initial_trials=num_initial, seed=0, **options
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for _ in range(num_trials):
@@ -161,10 +168,25 @@ def test_ax_space_with_unordered_string_choice_and_log_scale():
     def objective(params):
         return math.log10(params["lr"]) ** 2 + params.get("decay", 0.0)
 
-    strategy = run_ax(hpo_space(), objective, 4, 6)
+    # With the loop's model settings and noise floor (benchmarks/ax_settings.py).
+    loop_options = {"share_outputscales": "depth", "shared_component": True}
+    strategy = run_ax(
+        hpo_space(),
+        objective,
+        4,
+        6,
+        model_options=loop_options,
+        noise_floor=1e-6,
+    )
     adapter = strategy.current_node.generator_spec_to_gen_from._fitted_adapter
     model = adapter.generator.surrogate.model
     assert isinstance(model, AddTreeGP)
     # Ax lists only non-empty dependents: root, sgd, adam and schedule=1 (whose
     # vertex owns decay); a point with schedule=0 ends at the adam vertex.
     assert model.tree.num_vertices == 4 and model.tree.num_paths == 2
+    # The options reached the model, and the likelihood has the floor.
+    kernel = model.covar_module
+    assert kernel.shared_component and kernel.share_outputscales == "depth"
+    noise = model.likelihood.noise_covar
+    assert noise.raw_noise_constraint.lower_bound.item() == pytest.approx(1e-6)
+    assert (noise.noise >= 1e-6).all()

@@ -151,6 +151,7 @@ def add_tree_generation_strategy(
     num_initial_trials: int = 5,
     model_options: dict[str, Any] | None = None,
     seed: int | None = None,
+    noise_floor: float | None = None,
 ) -> Any:
     """Sobol trials, then BoTorch BO with :class:`~treebo.models.AddTreeGP`, in Ax.
 
@@ -163,6 +164,10 @@ def add_tree_generation_strategy(
         model_options: Extra ``AddTreeGP`` arguments (e.g.
             ``{"share_lengthscales": "depth"}``).
         seed: Seed of the Sobol trials (default: unseeded).
+        noise_floor: Lower bound on the noise variance of the standardized
+            outcomes (see :func:`~treebo.models.noise_floor_likelihood`; e.g.
+            ``1e-6`` for a deterministic objective, as in
+            :class:`~treebo.TreeOptimizer`). Default: BoTorch's likelihood.
 
     Returns:
         An Ax ``GenerationStrategy``.
@@ -175,13 +180,23 @@ def add_tree_generation_strategy(
     from ax.generation_strategy.generation_strategy import GenerationStrategy
     from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
     from ax.generators.torch.botorch_modular.utils import ModelConfig
+    from gpytorch.likelihoods import GaussianLikelihood
 
     from treebo.models import AddTreeGP
+    from treebo.models.fit import noise_floor_likelihood_options
 
     if num_initial_trials < 1:
         raise ValueError(f"num_initial_trials must be >= 1, got {num_initial_trials}.")
+    likelihood: dict[str, Any] = {}
+    if noise_floor is not None:
+        likelihood = {
+            "likelihood_class": GaussianLikelihood,
+            "likelihood_options": noise_floor_likelihood_options(noise_floor),
+        }
     config = ModelConfig(
-        botorch_model_class=AddTreeGP, model_options=dict(model_options or {})
+        botorch_model_class=AddTreeGP,
+        model_options=dict(model_options or {}),
+        **likelihood,
     )
     surrogate = SurrogateSpec(model_configs=[config])
     return GenerationStrategy(

@@ -60,13 +60,27 @@ def noise_floor_likelihood(
             the model's (transformed) outcomes.
         batch_shape: Batch shape of the likelihood (default: none).
     """
-    if not noise_floor > 0:
-        raise ValueError(f"noise_floor must be > 0, got {noise_floor}.")
     return GaussianLikelihood(
-        noise_prior=LogNormalPrior(loc=math.log(noise_floor) + 2.0, scale=2.0),
-        noise_constraint=GreaterThan(noise_floor),
+        **noise_floor_likelihood_options(noise_floor),
         batch_shape=torch.Size() if batch_shape is None else batch_shape,
     )
+
+
+def noise_floor_likelihood_options(noise_floor: float) -> dict[str, Any]:
+    """``GaussianLikelihood`` keyword arguments of :func:`noise_floor_likelihood`.
+
+    For frameworks that build the likelihood themselves, e.g. Ax's
+    ``ModelConfig(likelihood_class=GaussianLikelihood, likelihood_options=...)``.
+
+    Returns:
+        ``{"noise_prior": ..., "noise_constraint": ...}``.
+    """
+    if not noise_floor > 0:
+        raise ValueError(f"noise_floor must be > 0, got {noise_floor}.")
+    return {
+        "noise_prior": LogNormalPrior(loc=math.log(noise_floor) + 2.0, scale=2.0),
+        "noise_constraint": GreaterThan(noise_floor),
+    }
 
 
 def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
