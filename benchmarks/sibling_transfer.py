@@ -22,14 +22,17 @@ same seeds and prints median log10 regret and seed-by-seed counts.
 Usage::
 
     python -m benchmarks.sibling_transfer --seeds 0-9 --budget 30
-    python -m benchmarks.sibling_transfer --problem unrelated --seeds 0-9
+    python -m benchmarks.sibling_transfer --problem unrelated --seeds 0-9 \\
+        --out benchmarks/out/sibling_unrelated.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import statistics
+import time
 
 import torch
 from torch import Tensor
@@ -152,6 +155,7 @@ def main() -> None:
     parser.add_argument("--seeds", default="0-9")
     parser.add_argument("--budget", type=int, default=30)
     parser.add_argument("--problem", choices=sorted(PROBLEMS), default="flipped")
+    parser.add_argument("--out", default=None, help="JSONL file for the runs")
     args = parser.parse_args()
     torch.set_num_threads(1)
     problem = PROBLEMS[args.problem]()
@@ -161,6 +165,19 @@ def main() -> None:
         shared: {s: run(problem, s, args.budget, shared) for s in seeds}
         for shared in (True, False)
     }
+    if args.out:
+        with open(args.out, "a") as fh:
+            for shared, by_seed in runs.items():
+                for seed, values in by_seed.items():
+                    record = {
+                        "problem": args.problem,
+                        "shared_component": shared,
+                        "seed": seed,
+                        "optimal_value": optimum,
+                        "values": values,
+                        "date": time.strftime("%Y-%m-%d"),
+                    }
+                    fh.write(json.dumps(record) + "\n")
     cps = [c for c in CHECKPOINTS if c <= args.budget]
     print(f"{args.problem}, seeds {args.seeds}, budget {args.budget}\n")
     print("| shared_component | " + " | ".join(f"@{c}" for c in cps) + " |")

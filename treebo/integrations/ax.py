@@ -182,8 +182,7 @@ def add_tree_generation_strategy(
     from ax.generators.torch.botorch_modular.utils import ModelConfig
     from gpytorch.likelihoods import GaussianLikelihood
 
-    from treebo.models import AddTreeGP
-    from treebo.models.fit import noise_floor_likelihood_options
+    from treebo.models import AddTreeGP, noise_floor_likelihood_options
 
     if num_initial_trials < 1:
         raise ValueError(f"num_initial_trials must be >= 1, got {num_initial_trials}.")
