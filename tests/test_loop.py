@@ -6,6 +6,7 @@ import json
 import math
 
 import pytest
+import torch
 
 from treebo import TreeOptimizer, minimize
 from treebo.loop import Trial
@@ -201,6 +202,47 @@ def test_ask_tell_with_dicts():
     assert [t.kind for t in opt.history] == ["initial"] * 3 + ["bo"]
     assert opt.best_trial.value == min(t.value for t in opt.history)
     assert math.isfinite(opt.history[-1].proposal_seconds)
+
+
+@pytest.mark.parametrize("acquisition", ["log_ei", "add_tree_ucb"])
+def test_pending_configurations_are_believed_and_not_proposed_again(acquisition):
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=0, acquisition=acquisition)
+    while len(opt.history) < opt.n_initial + 3:
+        params = opt.ask()
+        opt.tell(params, problem.objective(params))
+    # Three workers ask before any of them tells: three different points.
+    batch = [opt.ask() for _ in range(3)]
+    X = problem.space.to_tensor(batch)
+    assert not opt._observed(X[1], X[:1]) and not opt._observed(X[2], X[:2])
+    # The believer keeps the fitted model's mean at the pending points and its
+    # variance there drops to the noise level; the real data are unchanged.
+    X_real, y_real = opt.training_data()
+    model = opt.fit_model()
+    believer, X_aug, y_aug = opt._believe_pending(model, X_real, y_real)
+    assert X_aug.shape[0] == y_aug.shape[0] == X_real.shape[0] + 3
+    assert torch.equal(X_aug[: len(X_real)], X_real)
+    mean, var = model.posterior_mean_variance(X)
+    b_mean, b_var = believer.posterior_mean_variance(X)
+    torch.testing.assert_close(b_mean, mean, atol=1e-3 * y_real.std(), rtol=0)
+    assert (b_var <= var).all() and (b_var < 1e-4 * y_real.var()).all()
+    torch.testing.assert_close(y_aug[len(X_real) :, 0], mean.detach())
+    # Telling the results clears them; the next ask sees no pending point.
+    for params in batch:
+        opt.tell(params, problem.objective(params))
+    assert not opt._pending
+
+
+def test_three_parallel_workers_reach_small_regret_on_jenatton():
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=1)
+    while len(opt.history) < 30:
+        batch = [opt.ask() for _ in range(3)]
+        for params in batch:
+            opt.tell(params, problem.objective(params))
+    configs = [tuple(sorted(t.params.items())) for t in opt.history]
+    assert len(set(configs)) == len(configs)  # no point evaluated twice
+    assert opt.best_trial.value - problem.optimal_value <= 1e-3
 
 
 def test_local_interval_schedules_local_steps():

@@ -471,7 +471,14 @@ class TreeOptimizer:
 
     # ---------------------------------------------------------- ask/tell
     def ask(self) -> dict[str, Any]:
-        """The next configuration to evaluate (a dict of active parameters)."""
+        """The next configuration to evaluate (a dict of active parameters).
+
+        Parallel or asynchronous workers may call ``ask`` again before telling
+        earlier results: configurations asked for and not yet told are
+        pending, and a model-based proposal treats them as observed at the
+        model's predicted value (the "kriging believer"), so the workers get
+        different configurations.
+        """
         n_done = len(self.history) + len(self._pending)
         if n_done < self.n_initial:
             params = self._initial_design[n_done]
@@ -587,27 +594,28 @@ class TreeOptimizer:
             y.unsqueeze(-1).to(self.device, self.dtype),
         )
 
+    def _build_model(self, X: Tensor, y: Tensor, noise_floor: float) -> AddTreeGP:
+        """An unfitted :class:`AddTreeGP` with the loop's settings on ``X, y``."""
+        return AddTreeGP(
+            X,
+            y,
+            self.space.to_hierarchical_dependencies(),
+            bounds=self.space.bounds.to(X),
+            likelihood=noise_floor_likelihood(noise_floor),
+            share_lengthscales=self.share_lengthscales,
+            share_outputscales=self.share_outputscales,
+            shared_component=self.shared_component,
+            base_kernel=self.base_kernel,
+            vertex_bias=self.vertex_bias,
+        ).to(X)
+
     def fit_model(self) -> AddTreeGP:
         """Fit an :class:`AddTreeGP` to the history (warm-started if enabled)."""
         X, y = self.training_data()
-        deps = self.space.to_hierarchical_dependencies()
-        bounds = self.space.bounds.to(X)
         last_error: Exception | None = None
         base = self._current_noise_floor()
         for attempt, floor in enumerate((base, base * 100, base * 1e4)):
-            likelihood = noise_floor_likelihood(floor)
-            model = AddTreeGP(
-                X,
-                y,
-                deps,
-                bounds=bounds,
-                likelihood=likelihood,
-                share_lengthscales=self.share_lengthscales,
-                share_outputscales=self.share_outputscales,
-                shared_component=self.shared_component,
-                base_kernel=self.base_kernel,
-                vertex_bias=self.vertex_bias,
-            ).to(X)
+            model = self._build_model(X, y, floor)
             if self.warm_start and self._state is not None and attempt == 0:
                 try:
                     model.load_state_dict(self._state, strict=False)
@@ -731,15 +739,45 @@ class TreeOptimizer:
             away += trial.kind == "away"
         return _Basin(age, away)
 
+    def _believe_pending(
+        self, model: AddTreeGP, X: Tensor, y: Tensor
+    ) -> tuple[AddTreeGP, Tensor, Tensor]:
+        r"""Condition on the pending configurations at their predicted values.
+
+        The "kriging believer" for asynchronous or parallel evaluation: each
+        configuration asked for but not yet told is added to the data with
+        the posterior mean of ``model`` (fitted to the finished evaluations)
+        as its value, and the model is rebuilt on that data with the same
+        hyper-parameters (no refit). Its variance at the pending points drops
+        to the noise floor, so the acquisition turns elsewhere.
+
+        Returns:
+            The model on the augmented data, and that data (``(n + p) x d``,
+            ``(n + p) x 1``).
+        """
+        Xp = self.space.to_tensor([p["params"] for p in self._pending]).to(X)
+        with torch.no_grad():
+            mean, _ = model.posterior_mean_variance(Xp)
+        X_aug = torch.cat([X, Xp])
+        y_aug = torch.cat([y, mean.reshape(-1, 1)])
+        believer = self._build_model(X_aug, y_aug, self._current_noise_floor())
+        believer.load_state_dict(self._state, strict=False)
+        return believer.eval(), X_aug, y_aug
+
     def _propose(self) -> tuple[dict[str, Any], str]:
         """The next configuration and its kind (``"bo"``, ``"away"`` or ``"local"``)."""
         seed = self._seed_for(len(self.history))
         X, y = self.training_data()
+        incumbent = X[int(y.squeeze(-1).argmax())]
+        model = None
+        if self._pending:
+            model, X, y = self._believe_pending(self.fit_model(), X, y)
         if self._local_step_due():
             local = self._local_candidate(X, y, seed)
             if local is not None:
                 return self.space.to_dict(local[0].cpu()), "local"
-        model = self.fit_model()
+        if model is None:
+            model = self.fit_model()
         # Start some optimizer runs near the best observations.
         around = X[y.squeeze(-1).topk(min(3, y.shape[0])).indices]
         if self.acquisition == "add_tree_ucb":
@@ -764,7 +802,6 @@ class TreeOptimizer:
                 around=around,
             )
         candidate, kind = cand.candidate[0], "bo"
-        incumbent = X[int(y.squeeze(-1).argmax())]
         near = linf_distance(self.space, candidate, incumbent) <= self.local_radius
         if near and not self.basin_open and self._redirect_allowed():
             # The incumbent's basin is resolved: go to the best other basin.
