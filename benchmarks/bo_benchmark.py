@@ -56,6 +56,9 @@ Methods:
                   since session 8, with ``*_lnf8``)
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
+    *_par2, *_par3, *_par4  ... as 2 / 3 / 4 parallel workers: that many
+                  configurations asked for before their values are told
+                  (pending ones are believed at the model's mean)
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
     flat_logei    BoTorch SingleTaskGP on the flattened space + LogEI,
                   optimize_acqf_mixed
@@ -201,6 +204,10 @@ TREEBO_MODIFIERS = {
     "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},
+    # Parallel workers: ask this many configurations, then tell their values.
+    "par2": {"_batch": 2},
+    "par3": {"_batch": 3},
+    "par4": {"_batch": 4},
 }
 
 
@@ -295,15 +302,19 @@ def run(
     proposal_seconds: list[float] = []
     options = treebo_options(method)
     if options is not None:
+        batch = options.pop("_batch", 1)
         opt = TreeOptimizer(space, seed=seed, **options)
-        for _ in range(budget):
-            t0 = time.perf_counter()
-            params = opt.ask()
-            if opt.history and len(opt.history) >= opt.n_initial:
-                proposal_seconds.append(time.perf_counter() - t0)
-            v = problem.objective(params)
-            opt.tell(params, v)
-            values.append(v)
+        while len(values) < budget:
+            asked = []
+            for _ in range(min(batch, budget - len(values))):
+                t0 = time.perf_counter()
+                asked.append(opt.ask())
+                if opt.history and len(opt.history) >= opt.n_initial:
+                    proposal_seconds.append(time.perf_counter() - t0)
+            for params in asked:
+                v = problem.objective(params)
+                opt.tell(params, v)
+                values.append(v)
     elif method == "random":
         configs = design + space.to_dicts(space.sample(budget, seed=10_000 + seed))
         values = [problem.objective(c) for c in configs[:budget]]
