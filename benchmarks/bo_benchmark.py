@@ -123,7 +123,14 @@ def fixed_features_per_path(space: TreeSpace) -> list[dict[int, float]]:
 def botorch_proposal(
     kind: str, space: TreeSpace, X: torch.Tensor, y: torch.Tensor, seed: int
 ) -> torch.Tensor:
-    """One proposal of a BoTorch peer (maximizing ``y``)."""
+    """One proposal of a BoTorch peer (maximizing ``y``).
+
+    The seed is set before the fit as well as before the acquisition
+    optimization: when a fit fails, BoTorch retries from hyper-parameters
+    sampled from their priors, and those draws should not depend on what ran
+    earlier in the process.
+    """
+    torch.manual_seed(seed)
     bounds = space.bounds
     transform = Normalize(d=space.dim, bounds=bounds)
     if kind == "hck_logei":
@@ -136,7 +143,6 @@ def botorch_proposal(
         warnings.simplefilter("ignore")
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         acqf = LogExpectedImprovement(model, best_f=y.max())
-        torch.manual_seed(seed)
         cand, _ = optimize_acqf_mixed(
             acqf,
             bounds=bounds,
