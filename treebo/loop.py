@@ -760,7 +760,8 @@ class TreeOptimizer:
             mean, _ = model.posterior_mean_variance(Xp)
         X_aug = torch.cat([X, Xp])
         y_aug = torch.cat([y, mean.reshape(-1, 1)])
-        believer = self._build_model(X_aug, y_aug, self._current_noise_floor())
+        floor = model.likelihood.noise_covar.raw_noise_constraint.lower_bound
+        believer = self._build_model(X_aug, y_aug, float(floor))
         believer.load_state_dict(self._state, strict=False)
         return believer.eval(), X_aug, y_aug
 
