@@ -47,7 +47,11 @@ LOOP_SETTINGS: dict[str, Any] = {
     },
     "noise_floor": 1e-6,
 }
-SETTINGS: dict[str, dict[str, Any]] = {"ax_plain": {}, "ax_loop": LOOP_SETTINGS}
+#: Both settings are pinned, whatever ``add_tree_generation_strategy``'s defaults.
+SETTINGS: dict[str, dict[str, Any]] = {
+    "ax_plain": {"model_options": {}, "noise_floor": None},
+    "ax_loop": LOOP_SETTINGS,
+}
 
 
 def run(problem_name: str, setting: str, seed: int, budget: int) -> dict:
