@@ -32,6 +32,7 @@ import torch
 from benchmarks.bo_benchmark import PROBLEMS
 from benchmarks.summarize import parse_seeds
 from treebo.integrations.ax import (
+    LOOP_MODEL_OPTIONS,
     add_tree_generation_strategy,
     ax_search_space,
     tree_space_from_ax,
@@ -39,12 +40,7 @@ from treebo.integrations.ax import (
 
 #: The model settings of ``TreeOptimizer(acquisition="log_ei")``.
 LOOP_SETTINGS: dict[str, Any] = {
-    "model_options": {
-        "share_lengthscales": "depth",
-        "share_outputscales": "depth",
-        "vertex_bias": "all",
-        "shared_component": True,
-    },
+    "model_options": LOOP_MODEL_OPTIONS,
     "noise_floor": 1e-6,
 }
 #: Both settings are pinned, whatever ``add_tree_generation_strategy``'s defaults.

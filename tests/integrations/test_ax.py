@@ -15,6 +15,7 @@ from ax.core.parameter import ChoiceParameter, ParameterType, RangeParameter  # 
 from ax.core.search_space import SearchSpace  # noqa: E402
 
 from treebo.integrations.ax import (  # noqa: E402
+    LOOP_MODEL_OPTIONS,
     add_tree_generation_strategy,
     ax_search_space,
     tree_space_from_ax,
@@ -82,6 +83,15 @@ def test_round_trip_through_ax_keeps_the_layout(space):
     torch.testing.assert_close(back.bounds, space.bounds)
     X = space.sample(20, seed=0)
     assert back.to_dicts(X) == space.to_dicts(X)
+
+
+def test_loop_model_options_are_the_tree_optimizer_defaults():
+    from treebo import TreeOptimizer
+
+    opt = TreeOptimizer(Jenatton().space)
+    assert opt.acquisition == "log_ei"
+    assert {k: getattr(opt, k) for k in LOOP_MODEL_OPTIONS} == LOOP_MODEL_OPTIONS
+    assert opt.noise_floor == 1e-6
 
 
 def test_unsupported_ax_parameters_are_named():
@@ -169,13 +179,12 @@ def test_ax_space_with_unordered_string_choice_and_log_scale():
         return math.log10(params["lr"]) ** 2 + params.get("decay", 0.0)
 
     # With the loop's model settings and noise floor (benchmarks/ax_settings.py).
-    loop_options = {"share_outputscales": "depth", "shared_component": True}
     strategy = run_ax(
         hpo_space(),
         objective,
         4,
         6,
-        model_options=loop_options,
+        model_options=LOOP_MODEL_OPTIONS,
         noise_floor=1e-6,
     )
     adapter = strategy.current_node.generator_spec_to_gen_from._fitted_adapter
@@ -187,6 +196,7 @@ def test_ax_space_with_unordered_string_choice_and_log_scale():
     # The options reached the model, and the likelihood has the floor.
     kernel = model.covar_module
     assert kernel.shared_component and kernel.share_outputscales == "depth"
+    assert kernel.share_lengthscales == "depth" and kernel.vertex_bias == "all"
     noise = model.likelihood.noise_covar
     assert noise.raw_noise_constraint.lower_bound.item() == pytest.approx(1e-6)
     assert (noise.noise >= 1e-6).all()

@@ -35,6 +35,18 @@ from treebo.space import Choice, Real, TreeSpace, Vertex
 
 _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
 
+#: The ``AddTreeGP`` settings of :class:`~treebo.TreeOptimizer`'s default (LogEI)
+#: loop, for ``add_tree_generation_strategy(model_options=...)``. With
+#: ``noise_floor=1e-6`` they are the loop's model; for deterministic objectives
+#: they measured better inside Ax than ``AddTreeGP``'s defaults
+#: (``benchmarks/ax_settings.py``).
+LOOP_MODEL_OPTIONS: dict[str, Any] = {
+    "share_lengthscales": "depth",
+    "share_outputscales": "depth",
+    "vertex_bias": "all",
+    "shared_component": True,
+}
+
 
 def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
     """A :class:`~treebo.TreeSpace` from an Ax search space with ``dependents``.
@@ -162,7 +174,8 @@ def add_tree_generation_strategy(
     Args:
         num_initial_trials: Quasi-random trials before the model takes over.
         model_options: Extra ``AddTreeGP`` arguments (e.g.
-            ``{"share_lengthscales": "depth"}``).
+            ``{"share_lengthscales": "depth"}``, or :data:`LOOP_MODEL_OPTIONS`).
+            Default: none, i.e. Definition 4 of the Add-Tree paper exactly.
         seed: Seed of the Sobol trials (default: unseeded).
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes (see :func:`~treebo.models.noise_floor_likelihood`; e.g.
