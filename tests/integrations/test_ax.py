@@ -152,7 +152,10 @@ def run_ax(search_space, objective, num_initial: int, num_trials: int, **options
 
 def test_add_tree_gp_runs_inside_ax_on_jenatton():
     problem = Jenatton()
-    strategy = run_ax(ax_search_space(problem.space), problem.objective, 6, 9)
+    # AddTreeGP's own defaults: Definition 4 exactly.
+    strategy = run_ax(
+        ax_search_space(problem.space), problem.objective, 6, 9, model_options={}
+    )
     adapter = strategy.current_node.generator_spec_to_gen_from._fitted_adapter
     model = adapter.generator.surrogate.model
     assert isinstance(model, AddTreeGP)
@@ -178,15 +181,8 @@ def test_ax_space_with_unordered_string_choice_and_log_scale():
     def objective(params):
         return math.log10(params["lr"]) ** 2 + params.get("decay", 0.0)
 
-    # With the loop's model settings and noise floor (benchmarks/ax_settings.py).
-    strategy = run_ax(
-        hpo_space(),
-        objective,
-        4,
-        6,
-        model_options=LOOP_MODEL_OPTIONS,
-        noise_floor=1e-6,
-    )
+    # The strategy's default model options and the loop's noise floor.
+    strategy = run_ax(hpo_space(), objective, 4, 6, noise_floor=1e-6)
     adapter = strategy.current_node.generator_spec_to_gen_from._fitted_adapter
     model = adapter.generator.surrogate.model
     assert isinstance(model, AddTreeGP)
