@@ -1,19 +1,27 @@
-"""AddTreeGP inside Ax: BoTorch's defaults against the settings of treebo's loop.
+"""AddTreeGP inside Ax: the paper's model against the settings of treebo's loop.
 
 ``add_tree_generation_strategy`` runs Sobol trials, then Ax's modular BoTorch
 generator (qLogNEI, Ax's acquisition optimizer) with :class:`AddTreeGP`. This
-script compares, on the same Sobol trials per seed, the model as Ax gets it by
-default (Definition 4 exactly, BoTorch's likelihood) with the model settings
-of :class:`treebo.TreeOptimizer`'s LogEI loop (output scales and lengthscales
-shared by depth, an offset per vertex, shared components per slot, noise floor
-1e-6). The loop's local refinement has no counterpart in Ax and is not part of
-either setting.
+script compares, on the same Sobol trials per seed:
+
+- ``ax_plain``: ``AddTreeGP``'s own defaults (Definition 4 exactly) and
+  BoTorch's likelihood (the strategy's default before session 10);
+- ``ax_loop``: the model of :class:`treebo.TreeOptimizer`'s LogEI loop
+  (``LOOP_MODEL_OPTIONS``: output scales and lengthscales shared by depth, an
+  offset per vertex, shared components per slot; noise floor 1e-6);
+- ``ax_opts``: ``LOOP_MODEL_OPTIONS`` with BoTorch's likelihood (the
+  strategy's default since session 10);
+- ``ax_floor``: ``AddTreeGP``'s defaults with the noise floor 1e-6.
+
+Every setting is pinned here, whatever the strategy's defaults. The loop's
+local refinement has no counterpart in Ax and is not part of any setting.
 
 Usage::
 
-    python -m benchmarks.ax_settings --problems p1a,p2 --seeds 0-9 --budget 30 \\
+    python -m benchmarks.ax_settings --problems p1a,p2 --seeds 0-9 --budget 25 \\
+        --settings ax_plain,ax_loop,ax_opts,ax_floor \\
         --out benchmarks/out/ax_settings.jsonl
-    python benchmarks/summarize.py benchmarks/out/ax_settings.jsonl
+    python benchmarks/summarize.py benchmarks/out/ax_settings.jsonl --paired ax_plain
 """
 
 from __future__ import annotations
@@ -43,7 +51,6 @@ LOOP_SETTINGS: dict[str, Any] = {
     "model_options": LOOP_MODEL_OPTIONS,
     "noise_floor": 1e-6,
 }
-#: Both settings are pinned, whatever ``add_tree_generation_strategy``'s defaults.
 SETTINGS: dict[str, dict[str, Any]] = {
     "ax_plain": {"model_options": {}, "noise_floor": None},
     "ax_loop": LOOP_SETTINGS,
