@@ -123,6 +123,14 @@ def test_flipped_tree_reverses_every_other_sibling_and_keeps_the_optimum():
     assert sorted(best_r) == [0.0, 1.0]
 
 
+def test_parallel_worker_modifiers_set_the_batch_and_nothing_else():
+    base = treebo_options("treebo_logei_offsets")
+    for k in (2, 3, 4):
+        options = treebo_options(f"treebo_logei_offsets_par{k}")
+        assert options.pop("_batch") == k
+        assert options == base
+
+
 def test_unrelated_leaves_have_their_stated_minima():
     problem = UnrelatedLeaves()
     space = problem.space
