@@ -27,9 +27,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import platform
 import time
 import warnings
 from pathlib import Path
@@ -37,7 +35,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.bo_benchmark import PROBLEMS
+from benchmarks.bo_benchmark import PROBLEMS, run_missing
 from benchmarks.summarize import parse_seeds
 from treebo.integrations.ax import (
     LOOP_MODEL_OPTIONS,
@@ -127,31 +125,14 @@ def main() -> None:
     torch.set_num_threads(1)
     logging.disable(logging.WARNING)
     warnings.simplefilter("ignore")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = set()
-    if out.exists():
-        for line in out.read_text().splitlines():
-            r = json.loads(line)
-            done.add((r["problem"], r["method"], r["seed"], r["budget"]))
-    for seed in sorted(parse_seeds(args.seeds)):
-        for problem in args.problems.split(","):
-            for setting in args.settings.split(","):
-                if (problem, setting, seed, args.budget) in done:
-                    continue
-                t0 = time.time()
-                record = run(problem, setting, seed, args.budget)
-                record["wall_seconds"] = time.time() - t0
-                record["machine"] = f"{platform.machine()} 1t"
-                record["date"] = time.strftime("%Y-%m-%d")
-                with open(out, "a") as fh:
-                    fh.write(json.dumps(record) + "\n")
-                best = min(record["values"]) - record["optimal_value"]
-                print(
-                    f"{problem} {setting} seed={seed} regret={best:.3e} "
-                    f"{record['wall_seconds']:.0f}s",
-                    flush=True,
-                )
+    run_missing(
+        Path(args.out),
+        args.problems.split(","),
+        args.settings.split(","),
+        sorted(parse_seeds(args.seeds)),
+        args.budget,
+        run,
+    )
 
 
 if __name__ == "__main__":

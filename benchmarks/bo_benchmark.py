@@ -73,6 +73,7 @@ import math
 import platform
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -412,21 +413,45 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     checkpoint = Path(args.checkpoint) if args.checkpoint else None
-    out = Path(args.out)
+    run_missing(
+        Path(args.out),
+        args.problems.split(","),
+        args.methods.split(","),
+        sorted(parse_seeds(args.seeds)),
+        args.budget,
+        lambda problem, method, seed, budget: run(
+            problem, method, seed, budget, checkpoint
+        ),
+    )
+
+
+def run_missing(
+    out: Path,
+    problems: list[str],
+    methods: list[str],
+    seeds: list[int],
+    budget: int,
+    run_one: Callable[[str, str, int, int], dict],
+) -> None:
+    """Run every (seed, problem, method) not yet in ``out`` and append its record.
+
+    ``run_one(problem, method, seed, budget)`` returns the record; the wall
+    time, machine and date are added here. Finished runs are skipped, so a
+    benchmark can be stopped and resumed.
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     done = set()
     if out.exists():
         for line in out.read_text().splitlines():
             r = json.loads(line)
             done.add((r["problem"], r["method"], r["seed"], r["budget"]))
-    for seed in sorted(parse_seeds(args.seeds)):
-        for problem in args.problems.split(","):
-            for method in args.methods.split(","):
-                key = (problem, method, seed, args.budget)
-                if key in done:
+    for seed in seeds:
+        for problem in problems:
+            for method in methods:
+                if (problem, method, seed, budget) in done:
                     continue
                 t0 = time.time()
-                record = run(problem, method, seed, args.budget, checkpoint)
+                record = run_one(problem, method, seed, budget)
                 record["wall_seconds"] = time.time() - t0
                 record["machine"] = f"{platform.machine()} {torch.get_num_threads()}t"
                 record["date"] = time.strftime("%Y-%m-%d")
