@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
+import threading
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
 import pytest
 import torch
@@ -243,6 +246,133 @@ def test_three_parallel_workers_reach_small_regret_on_jenatton():
     configs = [tuple(sorted(t.params.items())) for t in opt.history]
     assert len(set(configs)) == len(configs)  # no point evaluated twice
     assert opt.best_trial.value - problem.optimal_value <= 1e-3
+
+
+class InlineExecutor(Executor):
+    """Runs each submission at once in the calling thread; counts them."""
+
+    def __init__(self):
+        self.submitted = 0
+        self.closed = False
+
+    def submit(self, fn, /, *args, **kwargs):
+        if self.closed:
+            raise RuntimeError("shut down")
+        self.submitted += 1
+        future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as err:
+            future.set_exception(err)
+        return future
+
+    def shutdown(self, wait=True, *, cancel_futures=False):
+        self.closed = True
+
+
+def test_minimize_runs_workers_at_once_and_records_their_failures():
+    problem = Jenatton()
+    barrier = threading.Barrier(3, timeout=30)
+    lock = threading.Lock()
+    state = {"calls": 0, "running": 0, "most": 0}
+
+    def objective(params):
+        with lock:
+            state["calls"] += 1
+            call = state["calls"]
+            state["running"] += 1
+            state["most"] = max(state["most"], state["running"])
+        try:
+            if call <= 3:
+                barrier.wait()  # breaks unless three evaluations run at once
+            if call in (4, 6):
+                raise RuntimeError("worker crashed")
+            return problem.objective(params)
+        finally:
+            with lock:
+                state["running"] -= 1
+
+    result = minimize(
+        objective, problem.space, budget=9, seed=0, n_initial=5, n_workers=3
+    )
+    assert state["calls"] == 9 and len(result.history) == 9
+    assert state["most"] == 3
+    failed = [t for t in result.history if t.status == "failed"]
+    assert len(failed) == 2 and all("worker crashed" in t.error for t in failed)
+    assert [t.index for t in result.history] == list(range(9))
+    configs = [tuple(sorted(t.params.items())) for t in result.history]
+    assert len(set(configs)) == 9
+    assert result.best_value == min(t.value for t in result.history if t.value)
+
+
+def test_minimize_with_a_given_executor_resumes_after_a_kill(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.json"
+    executor = InlineExecutor()
+    seen = []
+
+    def dies_after_four(params):
+        if len(seen) == 4:
+            raise Killed
+        seen.append(params)
+        return problem.objective(params)
+
+    with pytest.raises(Killed):
+        minimize(
+            dies_after_four,
+            problem.space,
+            budget=7,
+            seed=2,
+            n_initial=5,
+            checkpoint=path,
+            n_workers=2,
+            executor=executor,
+        )
+    # Two evaluations were in flight when the kill came; the user's executor
+    # stays open.
+    assert executor.submitted == 6 and not executor.closed
+    assert [t["params"] for t in json.loads(path.read_text())["history"]] == seen
+    result = minimize(
+        problem.objective,
+        problem.space,
+        budget=7,
+        seed=2,
+        n_initial=5,
+        checkpoint=path,
+        n_workers=2,
+        executor=executor,
+    )
+    assert [t.params for t in result.history[:4]] == seen
+    assert len(result.history) == 7 and executor.submitted == 9
+
+
+def _sphere(params):  # module level: a process pool pickles it
+    return sum(v * v for v in params.values() if isinstance(v, float))
+
+
+def test_minimize_in_a_process_pool():
+    space = jenatton_space()
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(2, mp_context=context) as pool:
+        result = minimize(
+            _sphere, space, budget=7, seed=0, n_initial=5, n_workers=2, executor=pool
+        )
+    assert [t.status for t in result.history] == ["ok"] * 7
+    assert all(t.value == _sphere(t.params) for t in result.history)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"n_workers": 0}, "n_workers must be a positive integer"),
+        ({"n_workers": True}, "n_workers must be a positive integer"),
+        ({"n_workers": 2.0}, "n_workers must be a positive integer"),
+        ({"executor": "pool"}, "executor must be a concurrent.futures.Executor"),
+    ],
+)
+def test_bad_worker_arguments(kwargs, error):
+    with pytest.raises((TypeError, ValueError), match=error):
+        minimize(lambda p: 0.0, jenatton_space(), budget=3, **kwargs)
 
 
 def test_local_interval_schedules_local_steps():

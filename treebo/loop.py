@@ -25,6 +25,13 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ThreadPoolExecutor,
+    wait,
+)
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -908,6 +915,24 @@ def _progress(i: int, total: int, best: float | None, width: int = 30) -> None:
     sys.stderr.flush()
 
 
+def _evaluate(
+    objective: Callable[[dict[str, Any]], float], params: dict[str, Any]
+) -> tuple[Any, float]:
+    """``(value, seconds)`` of one evaluation; an exception is returned as the value.
+
+    Module-level (so that a process pool can pickle it); ``KeyboardInterrupt``
+    and other non-``Exception`` errors propagate.
+    """
+    t0 = time.perf_counter()
+    try:
+        value: Any = objective(params)
+    except Exception as err:  # recorded as a failed trial, the loop goes on
+        if os.environ.get("TREEBO_DEBUG"):
+            traceback.print_exc()
+        value = err
+    return value, time.perf_counter() - t0
+
+
 def minimize(
     objective: Callable[[dict[str, Any]], float],
     space: TreeSpace,
@@ -918,9 +943,17 @@ def minimize(
     progress: bool = False,
     checkpoint: str | os.PathLike | None = None,
     callback: Callable[[Trial], None] | None = None,
+    n_workers: int = 1,
+    executor: Executor | None = None,
     **optimizer_kwargs: Any,
 ) -> OptimizationResult:
     """Minimize (or maximize) ``objective`` over ``space`` with ``budget`` evaluations.
+
+    With ``n_workers > 1`` up to that many evaluations run at once: whenever one
+    finishes, its result is told and a new configuration is asked for, with the
+    ones still running treated as pending (see :meth:`TreeOptimizer.ask`). The
+    run then depends on the order in which evaluations finish, so a seed no
+    longer fixes it.
 
     Args:
         objective: Takes a dict of active parameter values, returns a float.
@@ -932,8 +965,16 @@ def minimize(
         maximize: Maximize instead.
         progress: Print a progress bar to stderr.
         checkpoint: JSON file written after every evaluation; resumed from if
-            it exists.
+            it exists. Evaluations still running when a run is killed are not
+            in it (a resumed run proposes again).
         callback: Called with each new :class:`Trial`.
+        n_workers: How many evaluations may run at once.
+        executor: A :class:`concurrent.futures.Executor` to run the evaluations
+            in (e.g. a ``ProcessPoolExecutor``, whose ``objective`` must then be
+            picklable); it is not shut down here. Default: the calling thread
+            when ``n_workers == 1``, else a ``ThreadPoolExecutor`` with
+            ``n_workers`` threads (suits objectives that wait on a subprocess,
+            a GPU or a remote job).
         **optimizer_kwargs: Passed to :class:`TreeOptimizer` (``acquisition``,
             ``n_initial``, ``beta``, ``device``, ...).
 
@@ -944,24 +985,50 @@ def minimize(
         raise TypeError("objective must be callable.")
     if not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget must be a positive integer, got {budget!r}.")
+    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}.")
+    if executor is not None and not isinstance(executor, Executor):
+        raise TypeError(
+            "executor must be a concurrent.futures.Executor, got "
+            f"{type(executor).__name__}."
+        )
     opt = TreeOptimizer(
         space, seed=seed, maximize=maximize, checkpoint=checkpoint, **optimizer_kwargs
     )
-    while len(opt.history) < budget:
-        params = opt.ask()
-        t0 = time.perf_counter()
-        try:
-            value: Any = objective(dict(params))
-        except KeyboardInterrupt:
-            raise
-        except Exception as err:  # recorded, the loop goes on
-            if os.environ.get("TREEBO_DEBUG"):
-                traceback.print_exc()
-            value = err
-        trial = opt.tell(params, value, eval_seconds=time.perf_counter() - t0)
+
+    def record(params: dict[str, Any], value: Any, seconds: float) -> None:
+        trial = opt.tell(params, value, eval_seconds=seconds)
         if callback is not None:
             callback(trial)
         if progress:
             best = opt.best_trial
             _progress(len(opt.history), budget, None if best is None else best.value)
+
+    if executor is None and n_workers == 1:
+        while len(opt.history) < budget:
+            params = opt.ask()
+            record(params, *_evaluate(objective, dict(params)))
+        return opt.result()
+
+    own_executor = executor is None
+    pool = ThreadPoolExecutor(n_workers) if executor is None else executor
+    running: dict[Future, dict[str, Any]] = {}
+    try:
+        while len(opt.history) < budget:
+            while len(running) < n_workers and len(opt.history) + len(running) < budget:
+                params = opt.ask()
+                running[pool.submit(_evaluate, objective, dict(params))] = params
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                params = running.pop(future)
+                try:
+                    value, seconds = future.result()
+                except Exception as err:  # e.g. a worker process died
+                    value, seconds = err, 0.0
+                record(params, value, seconds)
+    finally:
+        for future in running:
+            future.cancel()
+        if own_executor:
+            pool.shutdown(wait=False, cancel_futures=True)
     return opt.result()
