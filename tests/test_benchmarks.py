@@ -10,6 +10,7 @@ import torch
 
 from benchmarks.bo_benchmark import treebo_options
 from benchmarks.local_steps import parse_variant
+from benchmarks.parallel_workers import slow_objective, table
 from benchmarks.sibling_transfer import FlippedGeneralizedJenatton, UnrelatedLeaves
 from benchmarks.summarize import paired_counts, parse_seeds, sign_test
 from treebo import TreeOptimizer
@@ -193,3 +194,39 @@ def test_peer_runs_resume_from_their_checkpoint(tmp_path, monkeypatch):
     path.rename(tmp_path / "p1a_hck_logei_4.json")
     with pytest.raises(ValueError, match="does not hold p1a hck_logei 4"):
         bo.run("p1a", "hck_logei", 4, 14, checkpoint=tmp_path)
+
+
+def test_parallel_workers_table_pairs_seeds_with_one_worker():
+    def record(workers, seed, seconds, best):
+        return {
+            "method": f"workers{workers}",
+            "seed": seed,
+            "run_seconds": seconds,
+            "values": [None, best + 1.0, best],
+            "optimal_value": 0.0,
+        }
+
+    records = [
+        record(1, 0, 100.0, 1e-3),
+        record(1, 1, 80.0, 1e-5),
+        record(3, 0, 40.0, 1e-4),
+        record(3, 1, 20.0, 1e-5),
+        record(12, 0, 10.0, 1e-2),
+    ]
+    rows = table(records).splitlines()[2:]
+    # Workers sort numerically; ratios are paired seed by seed (2.5x and 4x).
+    assert [row.split("|")[1].strip() for row in rows] == ["1", "3", "12"]
+    assert rows[1].split("|")[3:7] == [" 30 ", " 3.25x ", " -4.50 ", " 1 / 1 / 0 (1) "]
+    assert rows[2].split("|")[4:7] == [" 10.00x ", " -2.00 ", " 0 / 0 / 1 (1) "]
+
+
+def test_slow_objective_waits_in_proportion_and_returns_the_value(monkeypatch):
+    slept = []
+    monkeypatch.setattr("benchmarks.parallel_workers.time.sleep", slept.append)
+    problem = Jenatton()
+    configs = problem.space.to_dicts(problem.space.sample(20, seed=0))
+    objective = slow_objective(problem, 2.0)
+    assert [objective(c) for c in configs] == [problem.objective(c) for c in configs]
+    assert all(1.0 <= s <= 3.0 for s in slept) and max(slept) - min(slept) > 0.5
+    objective(configs[0])
+    assert slept[-1] == slept[0]  # the same configuration waits as long
