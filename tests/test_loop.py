@@ -361,6 +361,12 @@ def test_minimize_in_a_process_pool():
     assert all(t.value == _sphere(t.params) for t in result.history)
 
 
+def test_an_objective_a_process_pool_cannot_pickle_is_refused():
+    with ProcessPoolExecutor(1) as pool:
+        with pytest.raises(TypeError, match="objective must be picklable"):
+            minimize(lambda p: 0.0, jenatton_space(), budget=3, executor=pool)
+
+
 @pytest.mark.parametrize(
     "kwargs, error",
     [

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import pickle
 import sys
 import time
 import traceback
@@ -29,6 +30,7 @@ from concurrent.futures import (
     FIRST_COMPLETED,
     Executor,
     Future,
+    ProcessPoolExecutor,
     ThreadPoolExecutor,
     wait,
 )
@@ -1010,6 +1012,14 @@ def minimize(
             record(params, *_evaluate(objective, dict(params)))
         return opt.result()
 
+    if isinstance(executor, ProcessPoolExecutor):
+        try:
+            pickle.dumps(objective)
+        except Exception as err:  # else every trial would fail the same way
+            raise TypeError(
+                "objective must be picklable to run in a ProcessPoolExecutor "
+                f"(define it at module level): {err}"
+            ) from err
     own_executor = executor is None
     pool = ThreadPoolExecutor(n_workers) if executor is None else executor
     running: dict[Future, dict[str, Any]] = {}
