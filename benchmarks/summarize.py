@@ -69,20 +69,34 @@ def sign_test(wins: int, losses: int) -> float:
     return min(1.0, 2 * tail)
 
 
+#: Log10 regrets closer than this count as equal in the paired counts (a
+#: factor of 1.0023): runs that follow the same trajectory differ by float
+#: round-off (1e-11 in the objective was seen between machines), which must
+#: not count as a win.
+TIE_LOG10 = 1e-3
+
+
 def paired_counts(
-    base: dict[int, np.ndarray], other: dict[int, np.ndarray], checkpoint: int
+    base: dict[int, np.ndarray],
+    other: dict[int, np.ndarray],
+    checkpoint: int,
+    tie: float = TIE_LOG10,
 ) -> tuple[int, int, int]:
     """Seeds where ``other`` ends ``checkpoint`` with lower, equal and higher
-    log10 regret than ``base`` (seeds both reached it on)."""
+    log10 regret than ``base`` (seeds both reached it on); log10 regrets
+    within ``tie`` of each other (or both ``-inf``) are equal."""
     lower = equal = higher = 0
     for seed in sorted(base.keys() & other.keys()):
         a, b = base[seed], other[seed]
         if len(a) < checkpoint or len(b) < checkpoint:
             continue
         x, y = b[checkpoint - 1], a[checkpoint - 1]
-        lower += bool(x < y)
-        equal += bool(x == y)
-        higher += bool(x > y)
+        if x == y or abs(x - y) <= tie:
+            equal += 1
+        elif x < y:
+            lower += 1
+        else:
+            higher += 1
     return lower, equal, higher
 
 

@@ -36,6 +36,11 @@ def test_paired_counts_compare_common_seeds_at_the_checkpoint():
     assert paired_counts(base, other, 1) == (1, 1, 0)
     assert paired_counts(other, base, 1) == (0, 1, 1)
     assert paired_counts(base, other, 3) == (0, 0, 0)
+    # Round-off between machines is a tie, not a win.
+    close = {0: np.array([-1.0 - 1e-9, -2.0 + 1e-5]), 1: np.array([-1.01, inf])}
+    assert paired_counts(base, close, 2) == (0, 2, 0)
+    assert paired_counts(base, close, 1) == (1, 1, 0)
+    assert paired_counts(base, close, 1, tie=0.0) == (2, 0, 0)
 
 
 def test_parse_seeds():
