@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import math
 import multiprocessing
@@ -305,45 +306,56 @@ def test_minimize_runs_workers_at_once_and_records_their_failures():
     assert result.best_value == min(t.value for t in result.history if t.value)
 
 
-def test_minimize_with_a_given_executor_resumes_after_a_kill(tmp_path):
+def test_minimize_with_a_given_executor_resumes_after_a_kill(tmp_path, monkeypatch):
     problem = Jenatton()
     path = tmp_path / "run.json"
     executor = InlineExecutor()
     seen = []
 
-    def dies_after_four(params):
-        if len(seen) == 4:
-            raise Killed
+    def objective(params):
         seen.append(params)
         return problem.objective(params)
 
+    waits = []
+
+    def wait_then_die(futures, return_when):
+        # Ctrl-C in the third wait: two more evaluations have finished by then.
+        waits.append(len(futures))
+        if len(waits) == 3:
+            raise Killed
+        return concurrent.futures.wait(futures, return_when=return_when)
+
+    monkeypatch.setattr("treebo.loop.wait", wait_then_die)
     with pytest.raises(Killed):
         minimize(
-            dies_after_four,
+            objective,
             problem.space,
-            budget=7,
+            budget=8,
             seed=2,
             n_initial=5,
             checkpoint=path,
             n_workers=2,
             executor=executor,
         )
-    # Two evaluations were in flight when the kill came; the user's executor
-    # stays open.
-    assert executor.submitted == 6 and not executor.closed
-    assert [t["params"] for t in json.loads(path.read_text())["history"]] == seen
+    # The evaluations that finished before the kill are all kept, and the
+    # user's executor stays open.
+    assert waits == [2, 2, 2] and executor.submitted == 6 and not executor.closed
+    saved = [t["params"] for t in json.loads(path.read_text())["history"]]
+    # (Results that finish together are told in no fixed order.)
+    assert len(seen) == 6 and sorted(map(repr, saved)) == sorted(map(repr, seen))
+    monkeypatch.undo()
     result = minimize(
         problem.objective,
         problem.space,
-        budget=7,
+        budget=8,
         seed=2,
         n_initial=5,
         checkpoint=path,
         n_workers=2,
         executor=executor,
     )
-    assert [t.params for t in result.history[:4]] == seen
-    assert len(result.history) == 7 and executor.submitted == 9
+    assert [t.params for t in result.history[:6]] == saved
+    assert len(result.history) == 8 and executor.submitted == 8
 
 
 def _sphere(params):  # module level: a process pool pickles it

@@ -1037,8 +1037,13 @@ def minimize(
                     value, seconds = err, 0.0
                 record(params, value, seconds)
     finally:
-        for future in running:
-            future.cancel()
+        # Keep evaluations that finished while the loop was being stopped.
+        for future, params in running.items():
+            if future.done() and not future.cancelled() and not future.exception():
+                value, seconds = future.result()
+                opt.tell(params, value, eval_seconds=seconds)
+            else:
+                future.cancel()
         if own_executor:
             pool.shutdown(wait=False, cancel_futures=True)
     return opt.result()
