@@ -303,7 +303,9 @@ def test_minimize_runs_workers_at_once_and_records_their_failures():
     assert [t.index for t in result.history] == list(range(9))
     configs = [tuple(sorted(t.params.items())) for t in result.history]
     assert len(set(configs)) == 9
-    assert result.best_value == min(t.value for t in result.history if t.value)
+    assert result.best_value == min(
+        t.value for t in result.history if t.value is not None
+    )
 
 
 def test_minimize_with_a_given_executor_resumes_after_a_kill(tmp_path, monkeypatch):
