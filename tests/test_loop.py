@@ -327,18 +327,11 @@ def test_minimize_with_a_given_executor_resumes_after_a_kill(tmp_path, monkeypat
             raise Killed
         return concurrent.futures.wait(futures, return_when=return_when)
 
+    run = {"budget": 8, "seed": 2, "n_initial": 5, "checkpoint": path}
+    run.update(n_workers=2, executor=executor)
     monkeypatch.setattr("treebo.loop.wait", wait_then_die)
     with pytest.raises(Killed):
-        minimize(
-            objective,
-            problem.space,
-            budget=8,
-            seed=2,
-            n_initial=5,
-            checkpoint=path,
-            n_workers=2,
-            executor=executor,
-        )
+        minimize(objective, problem.space, **run)
     # The evaluations that finished before the kill are all kept, and the
     # user's executor stays open.
     assert waits == [2, 2, 2] and executor.submitted == 6 and not executor.closed
@@ -346,16 +339,7 @@ def test_minimize_with_a_given_executor_resumes_after_a_kill(tmp_path, monkeypat
     # (Results that finish together are told in no fixed order.)
     assert len(seen) == 6 and sorted(map(repr, saved)) == sorted(map(repr, seen))
     monkeypatch.undo()
-    result = minimize(
-        problem.objective,
-        problem.space,
-        budget=8,
-        seed=2,
-        n_initial=5,
-        checkpoint=path,
-        n_workers=2,
-        executor=executor,
-    )
+    result = minimize(problem.objective, problem.space, **run)
     assert [t.params for t in result.history[:6]] == saved
     assert len(result.history) == 8 and executor.submitted == 8
 
