@@ -54,6 +54,8 @@ Methods:
     *_lnf8        ... with a local noise floor of 1e-8
     *_lalt        ... with UCB and LogEI local steps alternating (the default
                   since session 8, with ``*_lnf8``)
+    *_lres        ... with the local model fitted to the global model's
+                  residuals (``local_residual=True``)
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     *_par2, *_par3, *_par4  ... as 2 / 3 / 4 parallel workers: that many
@@ -208,6 +210,7 @@ TREEBO_MODIFIERS = {
     "lucb": {"local_acquisition": "ucb"},
     "lnf8": {"local_noise_floor": 1e-8},
     "lalt": {"local_acquisition": ("ucb", "log_ei")},
+    "lres": {"local_residual": True},
     "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},

@@ -385,8 +385,8 @@ def test_local_interval_schedules_local_steps():
     calls = {}
     real = opt._local_candidate
 
-    def spy(X, y, seed):
-        result = real(X, y, seed)
+    def spy(X, y, seed, model=None):
+        result = real(X, y, seed, model)
         calls.setdefault(X.shape[0], []).append(result is not None)
         return result
 
@@ -487,6 +487,39 @@ def test_the_local_step_gets_the_loop_s_local_acquisition(
     monkeypatch.setattr(loop, "local_refinement_candidate", spy)
     opt._local_candidate(*opt.training_data(), seed=0)
     assert seen == [expected]
+
+
+def test_local_residual_steps_get_the_global_model_s_posterior_mean(monkeypatch):
+    import treebo.loop as loop
+
+    problem = Jenatton("paper")
+    with pytest.raises(TypeError, match="local_residual must be a bool"):
+        TreeOptimizer(problem.space, local_residual=1)
+    seen = []
+
+    def spy(space, X, y, radius, **kwargs):
+        seen.append(kwargs["prior_mean"])
+        return None
+
+    monkeypatch.setattr(loop, "local_refinement_candidate", spy)
+    for residual in (False, True):
+        # local_interval=1: every model-based proposal tries a local step first.
+        opt = TreeOptimizer(
+            problem.space, seed=0, local_interval=1, local_residual=residual
+        )
+        for params in [opt.ask() for _ in range(opt.n_initial)]:
+            opt.tell(params, problem.objective(params))
+        opt.ask()
+        X, y = opt.training_data()
+        if not residual:
+            assert seen.pop() is None
+            continue
+        mean = seen.pop()(X)
+        assert mean.shape == (X.shape[0],)
+        expected = opt.last_model.posterior_mean_variance(X)[0]
+        torch.testing.assert_close(mean, expected)
+        # The global model interpolates its (noise-floored) data.
+        torch.testing.assert_close(mean, y.squeeze(-1), atol=1e-2, rtol=0)
 
 
 def test_a_sequence_of_local_acquisitions_is_cycled_over_local_steps():

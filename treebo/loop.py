@@ -315,6 +315,11 @@ class TreeOptimizer:
             (``benchmarks/RESULTS.md``, session 8).
         local_beta: The local UCB weight (``beta`` of BoTorch's
             ``UpperConfidenceBound``).
+        local_residual: Fit the local model to the residuals of the global
+            model's posterior mean and score the global mean plus the
+            residual's posterior (``prior_mean`` of
+            :func:`~treebo.optim.local_refinement_candidate`), so that a
+            local step around few observations follows the global trend.
         fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
             (marginal likelihood) or ``"loo"`` (leave-one-out predictive
             likelihood, see :func:`~treebo.models.fit_model`).
@@ -354,6 +359,7 @@ class TreeOptimizer:
         local_noise_floor: float = 1e-8,
         local_acquisition: str | Sequence[str] = ("ucb", "log_ei"),
         local_beta: float = 0.1,
+        local_residual: bool = False,
         fit_criterion: str = "mll",
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
@@ -447,6 +453,11 @@ class TreeOptimizer:
         self._local_acquisitions = local_acquisitions
         self.local_acquisition = local_acquisition
         self.local_beta = local_beta
+        if not isinstance(local_residual, bool):
+            raise TypeError(
+                f"local_residual must be a bool, got {type(local_residual).__name__}."
+            )
+        self.local_residual = local_residual
         self.device = (
             torch.device(device) if device is not None else torch.device("cpu")
         )
@@ -656,12 +667,22 @@ class TreeOptimizer:
         step = max(0, len(self.history) - self.n_initial)
         return floors[step % len(floors)]
 
-    def _local_candidate(self, X: Tensor, y: Tensor, seed: int) -> Tensor | None:
+    def _local_candidate(
+        self, X: Tensor, y: Tensor, seed: int, model: AddTreeGP | None = None
+    ) -> Tensor | None:
+        """A local step, or ``None``; ``model`` is the global model of ``X``,
+        ``y`` (needed with ``local_residual`` only)."""
         # Trust-region rule: every local step that fails to improve halves the
         # largest box; an improvement that is not a local step restores it.
         radius = self.local_radius
         if self.local_shrink:
             radius = radius * 0.5 ** min(self._failures().local, 40)
+        prior_mean = None
+        if self.local_residual:
+
+            def prior_mean(Z: Tensor) -> Tensor:
+                return model.posterior_mean_variance(Z)[0]
+
         return local_refinement_candidate(
             self.space,
             X,
@@ -671,6 +692,7 @@ class TreeOptimizer:
             acquisition=self._next_local_acquisition(),
             beta=self.local_beta,
             seed=seed,
+            prior_mean=prior_mean,
         )
 
     def _next_local_acquisition(self) -> str:
@@ -783,7 +805,9 @@ class TreeOptimizer:
         if self._pending:
             model, X, y = self._believe_pending(self.fit_model(), X, y)
         if self._local_step_due():
-            local = self._local_candidate(X, y, seed)
+            if self.local_residual and model is None:
+                model = self.fit_model()
+            local = self._local_candidate(X, y, seed, model)
             if local is not None:
                 return self.space.to_dict(local[0].cpu()), "local"
         if model is None:
@@ -824,7 +848,7 @@ class TreeOptimizer:
             if other is not None:
                 return self.space.to_dict(other.cpu()), "away"
         if near and self.local_refinement:
-            local = self._local_candidate(X, y, seed)
+            local = self._local_candidate(X, y, seed, model)
             if local is not None:
                 candidate, kind = local[0], "local"
         if kind == "bo" and self._observed(candidate, X):
