@@ -55,7 +55,9 @@ Methods:
     *_lalt        ... with UCB and LogEI local steps alternating (the default
                   since session 8, with ``*_lnf8``)
     *_lres        ... with the local model fitted to the global model's
-                  residuals (``local_residual=True``)
+                  residuals (``local_mean="global"``); ``*_lsel`` chooses
+                  between that and a constant mean by marginal likelihood
+                  at every local step (``local_mean="select"``)
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     *_par2, *_par3, *_par4  ... as 2 / 3 / 4 parallel workers: that many
@@ -210,7 +212,8 @@ TREEBO_MODIFIERS = {
     "lucb": {"local_acquisition": "ucb"},
     "lnf8": {"local_noise_floor": 1e-8},
     "lalt": {"local_acquisition": ("ucb", "log_ei")},
-    "lres": {"local_residual": True},
+    "lres": {"local_mean": "global"},
+    "lsel": {"local_mean": "select"},
     "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},

@@ -493,28 +493,30 @@ def test_local_residual_steps_get_the_global_model_s_posterior_mean(monkeypatch)
     import treebo.loop as loop
 
     problem = Jenatton("paper")
-    with pytest.raises(TypeError, match="local_residual must be a bool"):
-        TreeOptimizer(problem.space, local_residual=1)
+    with pytest.raises(ValueError, match="local_mean must be one of"):
+        TreeOptimizer(problem.space, local_mean="zero")
     seen = []
 
     def spy(space, X, y, radius, **kwargs):
-        seen.append(kwargs["prior_mean"])
+        seen.append((kwargs["prior_mean"], kwargs["select_mean"]))
         return None
 
     monkeypatch.setattr(loop, "local_refinement_candidate", spy)
-    for residual in (False, True):
+    for local_mean in ("constant", "global", "select"):
         # local_interval=1: every model-based proposal tries a local step first.
         opt = TreeOptimizer(
-            problem.space, seed=0, local_interval=1, local_residual=residual
+            problem.space, seed=0, local_interval=1, local_mean=local_mean
         )
         for params in [opt.ask() for _ in range(opt.n_initial)]:
             opt.tell(params, problem.objective(params))
         opt.ask()
         X, y = opt.training_data()
-        if not residual:
-            assert seen.pop() is None
+        prior_mean, select = seen.pop()
+        assert select == (local_mean == "select")
+        if local_mean == "constant":
+            assert prior_mean is None
             continue
-        mean = seen.pop()(X)
+        mean = prior_mean(X)
         assert mean.shape == (X.shape[0],)
         expected = opt.last_model.posterior_mean_variance(X)[0]
         torch.testing.assert_close(mean, expected)

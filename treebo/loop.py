@@ -66,6 +66,7 @@ from treebo.optim.tree_optimize import (
 from treebo.space import TreeSpace
 
 ACQUISITIONS = ("add_tree_ucb", "log_ei")
+LOCAL_MEANS = ("constant", "global", "select")
 CHECKPOINT_VERSION = 1
 
 
@@ -315,11 +316,14 @@ class TreeOptimizer:
             (``benchmarks/RESULTS.md``, session 8).
         local_beta: The local UCB weight (``beta`` of BoTorch's
             ``UpperConfidenceBound``).
-        local_residual: Fit the local model to the residuals of the global
-            model's posterior mean and score the global mean plus the
-            residual's posterior (``prior_mean`` of
-            :func:`~treebo.optim.local_refinement_candidate`), so that a
-            local step around few observations follows the global trend.
+        local_mean: The local model's prior mean: ``"constant"`` (a GP on
+            the neighbourhood alone), ``"global"`` (a GP on the residuals of
+            the global model's posterior mean, scored as the global mean plus
+            the residual's posterior: ``prior_mean`` of
+            :func:`~treebo.optim.local_refinement_candidate`, so that a step
+            around few observations follows the global trend) or
+            ``"select"`` (both fitted at every local step, the one with the
+            higher marginal likelihood used).
         fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
             (marginal likelihood) or ``"loo"`` (leave-one-out predictive
             likelihood, see :func:`~treebo.models.fit_model`).
@@ -359,7 +363,7 @@ class TreeOptimizer:
         local_noise_floor: float = 1e-8,
         local_acquisition: str | Sequence[str] = ("ucb", "log_ei"),
         local_beta: float = 0.1,
-        local_residual: bool = False,
+        local_mean: str = "constant",
         fit_criterion: str = "mll",
         checkpoint: str | os.PathLike | None = None,
         device: torch.device | str | None = None,
@@ -453,11 +457,11 @@ class TreeOptimizer:
         self._local_acquisitions = local_acquisitions
         self.local_acquisition = local_acquisition
         self.local_beta = local_beta
-        if not isinstance(local_residual, bool):
-            raise TypeError(
-                f"local_residual must be a bool, got {type(local_residual).__name__}."
+        if local_mean not in LOCAL_MEANS:
+            raise ValueError(
+                f"local_mean must be one of {LOCAL_MEANS}, got {local_mean!r}."
             )
-        self.local_residual = local_residual
+        self.local_mean = local_mean
         self.device = (
             torch.device(device) if device is not None else torch.device("cpu")
         )
@@ -671,14 +675,14 @@ class TreeOptimizer:
         self, X: Tensor, y: Tensor, seed: int, model: AddTreeGP | None = None
     ) -> Tensor | None:
         """A local step, or ``None``; ``model`` is the global model of ``X``,
-        ``y`` (needed with ``local_residual`` only)."""
+        ``y`` (needed unless ``local_mean="constant"``)."""
         # Trust-region rule: every local step that fails to improve halves the
         # largest box; an improvement that is not a local step restores it.
         radius = self.local_radius
         if self.local_shrink:
             radius = radius * 0.5 ** min(self._failures().local, 40)
         prior_mean = None
-        if self.local_residual:
+        if self.local_mean != "constant":
 
             def prior_mean(Z: Tensor) -> Tensor:
                 return model.posterior_mean_variance(Z)[0]
@@ -693,6 +697,7 @@ class TreeOptimizer:
             beta=self.local_beta,
             seed=seed,
             prior_mean=prior_mean,
+            select_mean=self.local_mean == "select",
         )
 
     def _next_local_acquisition(self) -> str:
@@ -805,7 +810,7 @@ class TreeOptimizer:
         if self._pending:
             model, X, y = self._believe_pending(self.fit_model(), X, y)
         if self._local_step_due():
-            if self.local_residual and model is None:
+            if self.local_mean != "constant" and model is None:
                 model = self.fit_model()
             local = self._local_candidate(X, y, seed, model)
             if local is not None:

@@ -186,6 +186,32 @@ def test_residual_step_follows_the_prior_mean(n_points):
     assert calls[0][-1] == space.dim and len(calls) > 2
 
 
+def test_select_mean_keeps_the_prior_mean_only_when_it_explains_the_data():
+    problem = Jenatton("paper")
+    space = problem.space
+    X = space.to_tensor(
+        [{"x1": 0, "x2": 0, "r8": r8, "x4": x4} for r8, x4 in CORNER_HISTORY]
+    )
+    y = -problem(X).unsqueeze(-1)
+
+    def informative(Z):
+        return -0.9 * problem(Z)
+
+    def wiggly(Z):  # structure on a scale no local model resolves
+        return 1e-2 * torch.sin(1e4 * Z.sum(-1))
+
+    def step(**kwargs):
+        return local_refinement_candidate(space, X, y, seed=0, **kwargs)
+
+    plain = step()
+    for prior_mean, expected in [(informative, step(prior_mean=informative)),
+                                 (wiggly, plain)]:  # fmt: skip
+        torch.testing.assert_close(
+            step(prior_mean=prior_mean, select_mean=True), expected
+        )
+    assert not torch.equal(plain, step(prior_mean=informative))
+
+
 def test_bad_inputs_are_rejected():
     space, X, y = basin_data()
     with pytest.raises(ValueError, match="X must be n x d and y n x 1"):

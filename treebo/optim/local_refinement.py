@@ -174,6 +174,7 @@ def local_refinement_candidate(
     raw_samples: int = 128,
     seed: int | None = None,
     prior_mean: Callable[[Tensor], Tensor] | None = None,
+    select_mean: bool = False,
 ) -> Tensor | None:
     r"""A candidate near the best observation from a model of its neighbourhood.
 
@@ -202,6 +203,10 @@ def local_refinement_candidate(
             on ``y``'s scale (differentiable; the global model's posterior
             mean). The local model then fits ``y - prior_mean(X)`` and the
             acquisition scores ``prior_mean`` plus the residual's posterior.
+        select_mean: With ``prior_mean``, also fit the local model to ``y``
+            itself and keep whichever of the two has the higher marginal
+            likelihood of ``y`` (Bayesian model selection between a constant
+            and the global prior mean).
 
     Returns:
         A ``1 x d`` candidate on the incumbent's path, or ``None`` when the path
@@ -261,23 +266,17 @@ def local_refinement_candidate(
             return prior_mean(full)
 
         with torch.no_grad():
-            train_Y = train_Y - offset(train_X).unsqueeze(-1)
-    if float(train_Y.max() - train_Y.min()) == 0.0:
+            residual = train_Y - offset(train_X).unsqueeze(-1)
+        fitted = _fit_local_model(train_X, residual, noise_floor)
+        if select_mean:
+            plain = _fit_local_model(train_X, train_Y, noise_floor)
+            if plain is not None and (fitted is None or plain[1] >= fitted[1]):
+                fitted, offset = plain, None
+    else:
+        fitted = _fit_local_model(train_X, train_Y, noise_floor)
+    if fitted is None:
         return None
-    likelihood = GaussianLikelihood(noise_constraint=GreaterThan(noise_floor))
-    try:
-        with warnings.catch_warnings():
-            # Tiny local spreads are expected: Standardize rescales them.
-            warnings.simplefilter("ignore")
-            model = SingleTaskGP(
-                train_X,
-                train_Y,
-                likelihood=likelihood,
-                outcome_transform=Standardize(m=1),
-            )
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-    except (ModelFittingError, RuntimeError, ValueError):
-        return None
+    model = fitted[0]
     if offset is not None:
         acqf = OffsetAcquisition(
             model, offset, acquisition, beta=beta, best_f=y[rows].max()
@@ -307,6 +306,44 @@ def local_refinement_candidate(
     if not bool(torch.isfinite(candidate).all()):
         return None
     return space.canonicalize(candidate)
+
+
+def _fit_local_model(
+    train_X: Tensor, train_Y: Tensor, noise_floor: float
+) -> tuple[SingleTaskGP, float] | None:
+    r"""A ``SingleTaskGP`` fitted to standardized ``train_Y`` and its log evidence.
+
+    The evidence is on ``train_Y``'s own scale, :math:`\log p(y) = \log p(z)
+    - n \log s` for :math:`z = (y - m) / s`, so that models of ``y`` and of
+    ``y`` minus a fixed prior mean can be compared. ``None`` when ``train_Y``
+    has no spread or the fit fails.
+    """
+    if float(train_Y.max() - train_Y.min()) == 0.0:
+        return None
+    likelihood = GaussianLikelihood(noise_constraint=GreaterThan(noise_floor))
+    try:
+        with warnings.catch_warnings():
+            # Tiny local spreads are expected: Standardize rescales them.
+            warnings.simplefilter("ignore")
+            model = SingleTaskGP(
+                train_X,
+                train_Y,
+                likelihood=likelihood,
+                outcome_transform=Standardize(m=1),
+            )
+            mll = ExactMarginalLogLikelihood(model.likelihood, model)
+            fit_gpytorch_mll(mll)
+            mll.train()
+            with torch.no_grad():
+                n = train_Y.shape[0]
+                log_z = float(mll(model(*model.train_inputs), model.train_targets))
+            log_evidence = n * log_z - n * float(
+                model.outcome_transform.stdvs.log().sum()
+            )
+    except (ModelFittingError, RuntimeError, ValueError):
+        return None
+    model.eval()
+    return model, log_evidence
 
 
 def linf_distance(space: TreeSpace, a: Tensor, b: Tensor) -> float:
