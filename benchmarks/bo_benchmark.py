@@ -57,7 +57,9 @@ Methods:
     *_lres        ... with the local model fitted to the global model's
                   residuals (``local_mean="global"``); ``*_lsel`` chooses
                   between that and a constant mean by marginal likelihood
-                  at every local step (``local_mean="select"``)
+                  at every local step (``local_mean="select"``), ``*_lauto``
+                  uses the residuals while the neighbourhood's values spread
+                  more than the global noise sd (``local_mean="auto"``)
     *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
                   (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
     *_par2, *_par3, *_par4  ... as 2 / 3 / 4 parallel workers: that many
@@ -214,6 +216,7 @@ TREEBO_MODIFIERS = {
     "lalt": {"local_acquisition": ("ucb", "log_ei")},
     "lres": {"local_mean": "global"},
     "lsel": {"local_mean": "select"},
+    "lauto": {"local_mean": "auto"},
     "matern": {"base_kernel": "matern52"},
     "alt2": {"local_interval": 2},
     "alt3": {"local_interval": 3},

@@ -498,11 +498,13 @@ def test_local_residual_steps_get_the_global_model_s_posterior_mean(monkeypatch)
     seen = []
 
     def spy(space, X, y, radius, **kwargs):
-        seen.append((kwargs["prior_mean"], kwargs["select_mean"]))
+        seen.append(
+            (kwargs["prior_mean"], kwargs["select_mean"], kwargs["prior_resolution"])
+        )
         return None
 
     monkeypatch.setattr(loop, "local_refinement_candidate", spy)
-    for local_mean in ("constant", "global", "select"):
+    for local_mean in ("constant", "global", "select", "auto"):
         # local_interval=1: every model-based proposal tries a local step first.
         opt = TreeOptimizer(
             problem.space, seed=0, local_interval=1, local_mean=local_mean
@@ -511,8 +513,14 @@ def test_local_residual_steps_get_the_global_model_s_posterior_mean(monkeypatch)
             opt.tell(params, problem.objective(params))
         opt.ask()
         X, y = opt.training_data()
-        prior_mean, select = seen.pop()
+        prior_mean, select, resolution = seen.pop()
         assert select == (local_mean == "select")
+        if local_mean == "auto":  # the global model's noise sd, on y's scale
+            model = opt.last_model
+            noise = model.likelihood.noise.max() * model.outcome_transform.stdvs**2
+            assert resolution == pytest.approx(float(noise.sqrt()))
+        else:
+            assert resolution == 0.0
         if local_mean == "constant":
             assert prior_mean is None
             continue

@@ -66,7 +66,7 @@ from treebo.optim.tree_optimize import (
 from treebo.space import TreeSpace
 
 ACQUISITIONS = ("add_tree_ucb", "log_ei")
-LOCAL_MEANS = ("constant", "global", "select")
+LOCAL_MEANS = ("constant", "global", "select", "auto")
 CHECKPOINT_VERSION = 1
 
 
@@ -323,7 +323,10 @@ class TreeOptimizer:
             :func:`~treebo.optim.local_refinement_candidate`, so that a step
             around few observations follows the global trend) or
             ``"select"`` (both fitted at every local step, the one with the
-            higher marginal likelihood used).
+            higher marginal likelihood used) or ``"auto"`` (the global mean
+            while the neighbourhood's values spread more than the global
+            model's noise standard deviation, a constant below it, where the
+            global mean resolves nothing).
         fit_criterion: How the model's hyper-parameters are fitted: ``"mll"``
             (marginal likelihood) or ``"loo"`` (leave-one-out predictive
             likelihood, see :func:`~treebo.models.fit_model`).
@@ -681,11 +684,18 @@ class TreeOptimizer:
         radius = self.local_radius
         if self.local_shrink:
             radius = radius * 0.5 ** min(self._failures().local, 40)
-        prior_mean = None
+        prior_mean, resolution = None, 0.0
         if self.local_mean != "constant":
 
             def prior_mean(Z: Tensor) -> Tensor:
                 return model.posterior_mean_variance(Z)[0]
+
+            if self.local_mean == "auto":
+                resolution = model.likelihood.noise.detach().max().sqrt()
+                scale = model._outcome_scale()
+                if scale is not None:
+                    resolution = resolution * scale[0].max()
+                resolution = float(resolution)
 
         return local_refinement_candidate(
             self.space,
@@ -698,6 +708,7 @@ class TreeOptimizer:
             seed=seed,
             prior_mean=prior_mean,
             select_mean=self.local_mean == "select",
+            prior_resolution=resolution,
         )
 
     def _next_local_acquisition(self) -> str:

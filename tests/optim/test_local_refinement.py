@@ -210,6 +210,13 @@ def test_select_mean_keeps_the_prior_mean_only_when_it_explains_the_data():
             step(prior_mean=prior_mean, select_mean=True), expected
         )
     assert not torch.equal(plain, step(prior_mean=informative))
+    # A prior mean is ignored where the values spread less than its resolution
+    # (the neighbourhood's values span less than the 1.5 of all values).
+    for resolution, expected in [(10.0, plain),
+                                 (1e-12, step(prior_mean=informative))]:  # fmt: skip
+        torch.testing.assert_close(
+            step(prior_mean=informative, prior_resolution=resolution), expected
+        )
 
 
 def test_bad_inputs_are_rejected():

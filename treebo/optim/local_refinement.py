@@ -175,6 +175,7 @@ def local_refinement_candidate(
     seed: int | None = None,
     prior_mean: Callable[[Tensor], Tensor] | None = None,
     select_mean: bool = False,
+    prior_resolution: float = 0.0,
 ) -> Tensor | None:
     r"""A candidate near the best observation from a model of its neighbourhood.
 
@@ -207,6 +208,10 @@ def local_refinement_candidate(
             itself and keep whichever of the two has the higher marginal
             likelihood of ``y`` (Bayesian model selection between a constant
             and the global prior mean).
+        prior_resolution: Use ``prior_mean`` only while the neighbourhood's
+            values spread more than this (on ``y``'s scale; say, the global
+            model's noise standard deviation, below which its mean carries
+            no information).
 
     Returns:
         A ``1 x d`` candidate on the incumbent's path, or ``None`` when the path
@@ -258,7 +263,8 @@ def local_refinement_candidate(
     train_X = (X[rows][:, cols] - lo) / span
     train_Y = y[rows]
     offset = None
-    if prior_mean is not None:
+    spread = float(train_Y.max() - train_Y.min())
+    if prior_mean is not None and spread > prior_resolution:
 
         def offset(U: Tensor) -> Tensor:
             full = x_best.expand(*U.shape[:-1], -1).clone()
