@@ -665,7 +665,7 @@ def test_a_resolved_basin_sends_the_global_proposal_to_another_path(monkeypatch)
     monkeypatch.setattr(loop, "optimize_acqf_tree", lambda *a, **k: fake)
     monkeypatch.setattr(opt, "fit_model", lambda: None)
     monkeypatch.setattr(loop, "AddTreeLogEI", lambda *a, **k: None)
-    monkeypatch.setattr(opt, "_local_candidate", lambda X, y, seed: X[:1])
+    monkeypatch.setattr(opt, "_local_candidate", lambda X, y, seed, model=None: X[:1])
     # Open basin: the near proposal becomes a local step.
     assert opt.basin_open
     params, kind = opt._propose()
@@ -689,7 +689,7 @@ def test_a_resolved_basin_sends_the_global_proposal_to_another_path(monkeypatch)
     # Without a local step, a proposal that repeats an observation gives way
     # to the best path candidate not yet evaluated (the second path's point
     # was evaluated above).
-    monkeypatch.setattr(opt, "_local_candidate", lambda X, y, seed: None)
+    monkeypatch.setattr(opt, "_local_candidate", lambda X, y, seed, model=None: None)
     opt.basin_redirects = 0
     params, kind = opt._propose()
     third = int(values.argsort(descending=True)[2])
