@@ -514,6 +514,9 @@ def test_local_residual_steps_get_the_global_model_s_posterior_mean(monkeypatch)
         opt.ask()
         X, y = opt.training_data()
         prior_mean, select, resolution = seen.pop()
+        if local_mean != "constant":
+            with pytest.raises(ValueError, match="needs the model"):
+                opt._local_candidate(X, y, seed=0)
         assert select == (local_mean == "select")
         if local_mean == "auto":  # the global model's noise sd, on y's scale
             model = opt.last_model

@@ -686,6 +686,8 @@ class TreeOptimizer:
             radius = radius * 0.5 ** min(self._failures().local, 40)
         prior_mean, resolution = None, 0.0
         if self.local_mean != "constant":
+            if model is None:
+                raise ValueError(f"local_mean={self.local_mean!r} needs the model.")
 
             def prior_mean(Z: Tensor) -> Tensor:
                 return model.posterior_mean_variance(Z)[0]

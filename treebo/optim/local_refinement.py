@@ -273,16 +273,17 @@ def local_refinement_candidate(
 
         with torch.no_grad():
             residual = train_Y - offset(train_X).unsqueeze(-1)
-        fitted = _fit_local_model(train_X, residual, noise_floor)
+        model = _fit_local_model(train_X, residual, noise_floor)
         if select_mean:
             plain = _fit_local_model(train_X, train_Y, noise_floor)
-            if plain is not None and (fitted is None or plain[1] >= fitted[1]):
-                fitted, offset = plain, None
+            if plain is not None and (
+                model is None or _log_evidence(plain) >= _log_evidence(model)
+            ):
+                model, offset = plain, None
     else:
-        fitted = _fit_local_model(train_X, train_Y, noise_floor)
-    if fitted is None:
+        model = _fit_local_model(train_X, train_Y, noise_floor)
+    if model is None:
         return None
-    model = fitted[0]
     if offset is not None:
         acqf = OffsetAcquisition(
             model, offset, acquisition, beta=beta, best_f=y[rows].max()
@@ -316,14 +317,9 @@ def local_refinement_candidate(
 
 def _fit_local_model(
     train_X: Tensor, train_Y: Tensor, noise_floor: float
-) -> tuple[SingleTaskGP, float] | None:
-    r"""A ``SingleTaskGP`` fitted to standardized ``train_Y`` and its log evidence.
-
-    The evidence is on ``train_Y``'s own scale, :math:`\log p(y) = \log p(z)
-    - n \log s` for :math:`z = (y - m) / s`, so that models of ``y`` and of
-    ``y`` minus a fixed prior mean can be compared. ``None`` when ``train_Y``
-    has no spread or the fit fails.
-    """
+) -> SingleTaskGP | None:
+    """A ``SingleTaskGP`` fitted to ``train_Y`` (standardized), in eval mode;
+    ``None`` when ``train_Y`` has no spread or the fit fails."""
     if float(train_Y.max() - train_Y.min()) == 0.0:
         return None
     likelihood = GaussianLikelihood(noise_constraint=GreaterThan(noise_floor))
@@ -337,19 +333,32 @@ def _fit_local_model(
                 likelihood=likelihood,
                 outcome_transform=Standardize(m=1),
             )
-            mll = ExactMarginalLogLikelihood(model.likelihood, model)
-            fit_gpytorch_mll(mll)
-            mll.train()
-            with torch.no_grad():
-                n = train_Y.shape[0]
-                log_z = float(mll(model(*model.train_inputs), model.train_targets))
-            log_evidence = n * log_z - n * float(
-                model.outcome_transform.stdvs.log().sum()
-            )
+            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     except (ModelFittingError, RuntimeError, ValueError):
         return None
-    model.eval()
-    return model, log_evidence
+    return model.eval()
+
+
+def _log_evidence(model: SingleTaskGP) -> float:
+    r"""Log marginal likelihood (with the hyper-parameter priors) of a fitted
+    local model's targets on their own scale.
+
+    The model sees :math:`z = (y - c) / s` (``Standardize``), so
+    :math:`\log p(y) = \log p(z) - n \log s`: comparable between models of
+    ``y`` and of ``y`` minus a fixed prior mean. ``-inf`` if it cannot be
+    computed.
+    """
+    mll = ExactMarginalLogLikelihood(model.likelihood, model)
+    n = model.train_targets.shape[-1]
+    try:
+        with torch.no_grad():
+            mll.train()
+            log_z = float(mll(model(*model.train_inputs), model.train_targets))
+    except RuntimeError:
+        return -math.inf
+    finally:
+        model.eval()
+    return n * log_z - n * float(model.outcome_transform.stdvs.log().sum())
 
 
 def linf_distance(space: TreeSpace, a: Tensor, b: Tensor) -> float:
