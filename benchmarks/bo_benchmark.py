@@ -21,7 +21,7 @@ Methods:
                   (``"joint"``, unlimited redirects, ``local_patience=2``)
     treebo_logei  AddTreeGP + LogEI over all paths in one batch, without vertex
                   offsets (the default loop of sessions 2-6; today's default
-                  is ``treebo_logei_offsets_lucb_lnf8_lalt``)
+                  is ``treebo_logei_offsets_lucb_lnf8_lalt_shc_lauto``)
                   The four methods above pin the local steps measured before
                   session 8 (LogEI only, local noise floor 1e-6).
     *_global      any treebo method above without local refinement of the
@@ -168,11 +168,14 @@ def botorch_proposal(
 # loop's LogEI default since session 7 is "treebo_logei_offsets".
 # Every method measured before session 8 pins the local step of its time
 # (LogEI on a local model with noise floor 1e-6), and every method measured
-# before session 9 the kernel without shared components (modifier "shc").
+# before session 9 the kernel without shared components (modifier "shc"), and
+# every method the local model of sessions 1-11 (a constant prior mean; the
+# LogEI default since session 12 is "lauto").
 _LEI = {
     "local_acquisition": "log_ei",
     "local_noise_floor": 1e-6,
     "shared_component": False,
+    "local_mean": "constant",
 }
 _UCB_PAPER_LOOP = {"acquisition": "add_tree_ucb", "local_patience": 0, **_LEI}
 TREEBO_METHODS = {

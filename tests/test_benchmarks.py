@@ -74,9 +74,14 @@ def test_benchmark_methods_pin_the_old_loops_or_take_the_defaults():
         assert not TreeOptimizer(space, **treebo_options(method)).shared_component
     session8 = "treebo_logei_offsets_lucb_lnf8_lalt"
     assert not TreeOptimizer(space, **treebo_options(session8)).shared_component
-    today = TreeOptimizer(space, **treebo_options(session8 + "_shc"))
+    # Every method before session 12 keeps the constant-mean local model;
+    # "_lauto" takes today's default.
+    session11 = TreeOptimizer(space, **treebo_options(session8 + "_shc"))
+    assert session11.local_mean == "constant"
+    today = TreeOptimizer(space, **treebo_options(session8 + "_shc_lauto"))
     plain = TreeOptimizer(space)
     for name in (
+        "local_mean",
         "local_acquisition",
         "local_noise_floor",
         "local_beta",
@@ -86,7 +91,9 @@ def test_benchmark_methods_pin_the_old_loops_or_take_the_defaults():
         "share_outputscales",
     ):
         assert getattr(today, name) == getattr(plain, name)
-    assert plain.shared_component
+    assert plain.shared_component and plain.local_mean == "auto"
+    # Add-Tree-GP-UCB keeps the constant local mean ("auto" is unmeasured there).
+    assert TreeOptimizer(space, acquisition="add_tree_ucb").local_mean == "constant"
     assert treebo_options("hck_logei") is None
     with pytest.raises(ValueError, match="unknown modifier"):
         treebo_options("treebo_logei_fast")
