@@ -447,7 +447,9 @@ def test_local_shrink_halves_the_box_per_failed_local_step(monkeypatch, shrink):
     import treebo.loop as loop
 
     problem = Jenatton("paper")
-    opt = TreeOptimizer(problem.space, local_radius=0.08, local_shrink=shrink)
+    opt = TreeOptimizer(
+        problem.space, local_radius=0.08, local_shrink=shrink, local_mean="constant"
+    )
     params = problem.space.to_dicts(problem.space.sample(1, seed=0))[0]
     for value, kind in [(1.0, "initial"), (0.5, "bo"), (0.7, "local"), (0.6, "local")]:
         opt.history.append(Trial(len(opt.history), params, value, kind=kind))
@@ -475,7 +477,7 @@ def test_the_local_step_gets_the_loop_s_local_acquisition(
     import treebo.loop as loop
 
     problem = Jenatton("paper")
-    opt = TreeOptimizer(problem.space, **options)
+    opt = TreeOptimizer(problem.space, local_mean="constant", **options)
     params = problem.space.to_dicts(problem.space.sample(1, seed=0))[0]
     opt.history.append(Trial(0, params, 1.0, kind="initial"))
     seen = []

@@ -707,7 +707,7 @@ class TreeOptimizer:
                     resolution = resolution * scale[0].max()
                 resolution = float(resolution)
 
-        return local_refinement_candidate(
+        candidate = local_refinement_candidate(
             self.space,
             X,
             y,
@@ -720,6 +720,12 @@ class TreeOptimizer:
             select_mean=self.local_mean == "select",
             prior_resolution=resolution,
         )
+        # A local step that lands exactly on an evaluated (or pending) point,
+        # say a corner of the box, teaches a deterministic objective nothing:
+        # let the global proposal stand instead.
+        if candidate is not None and self._observed(candidate[0], X, tol=1e-12):
+            return None
+        return candidate
 
     def _next_local_acquisition(self) -> str:
         """The acquisition of the next local step (``local_acquisition``
