@@ -117,13 +117,18 @@ CORNER_HISTORY = [
 ]  # fmt: skip
 
 
-def test_ucb_step_refines_where_log_ei_picks_a_box_corner():
+def corner_data(n_points: int = len(CORNER_HISTORY)):
+    """P1(a), its space, and the first ``n_points`` of ``CORNER_HISTORY``
+    encoded, with targets (larger is better)."""
     problem = Jenatton("paper")
-    space = problem.space
-    X = space.to_tensor(
-        [{"x1": 0, "x2": 0, "r8": r8, "x4": x4} for r8, x4 in CORNER_HISTORY]
+    X = problem.space.to_tensor(
+        [{"x1": 0, "x2": 0, "r8": r8, "x4": x4} for r8, x4 in CORNER_HISTORY[:n_points]]
     )
-    y = -problem(X).unsqueeze(-1)
+    return problem, problem.space, X, -problem(X).unsqueeze(-1)
+
+
+def test_ucb_step_refines_where_log_ei_picks_a_box_corner():
+    problem, space, X, y = corner_data()
     best = X[int(y.argmax())]
     regret = float(-y.max()) - 0.1
     for seed in range(3):
@@ -163,12 +168,7 @@ def test_offset_acquisition_is_botorch_s_shifted_by_the_offset():
 
 @pytest.mark.parametrize("n_points", [8, len(CORNER_HISTORY)])
 def test_residual_step_follows_the_prior_mean(n_points):
-    problem = Jenatton("paper")
-    space = problem.space
-    X = space.to_tensor(
-        [{"x1": 0, "x2": 0, "r8": r8, "x4": x4} for r8, x4 in CORNER_HISTORY[:n_points]]
-    )
-    y = -problem(X).unsqueeze(-1)
+    problem, space, X, y = corner_data(n_points)
     regret = float(-y.max()) - 0.1
     calls = []
 
@@ -187,12 +187,7 @@ def test_residual_step_follows_the_prior_mean(n_points):
 
 
 def test_select_mean_keeps_the_prior_mean_only_when_it_explains_the_data():
-    problem = Jenatton("paper")
-    space = problem.space
-    X = space.to_tensor(
-        [{"x1": 0, "x2": 0, "r8": r8, "x4": x4} for r8, x4 in CORNER_HISTORY]
-    )
-    y = -problem(X).unsqueeze(-1)
+    problem, space, X, y = corner_data()
 
     def informative(Z):
         return -0.9 * problem(Z)
