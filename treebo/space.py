@@ -234,7 +234,9 @@ class TreeSpace:
             )
         self.bounds = bounds
         self.canonical_values = canonical
-        self.tree = TreeStructure(self.dim, self.to_hierarchical_dependencies())
+        self.tree = TreeStructure.build(
+            self.dim, self.to_hierarchical_dependencies()
+        )
         choice_names = [n for n in self.parameter_names if n in self.choice_codes]
         self._choice_cols = torch.tensor(
             [self.columns[n].column for n in choice_names], dtype=torch.long
@@ -272,7 +274,7 @@ class TreeSpace:
         if bounds.dim() != 2 or bounds.shape[0] != 2:
             raise ValueError(f"bounds must be 2 x d, got shape {tuple(bounds.shape)}.")
         d = bounds.shape[1]
-        tree = TreeStructure(d, hierarchical_dependencies)
+        tree = TreeStructure.build(d, hierarchical_dependencies)
         names = list(names) if names is not None else [f"x{i}" for i in range(d)]
         if len(names) != d:
             raise ValueError(f"names has {len(names)} entries for {d} columns.")

@@ -116,6 +116,27 @@ def validate_hierarchical_dependencies(
                 )
 
 
+def _dependencies_key(
+    dim: int, hierarchical_dependencies: HierarchicalDependencies
+) -> tuple:
+    """A hashable, order-independent form of ``(dim, hierarchical_dependencies)``."""
+    return (
+        int(dim),
+        tuple(
+            sorted(
+                (
+                    int(p),
+                    tuple(
+                        (float(v), tuple(int(c) for c in cs))
+                        for v, cs in branches.items()
+                    ),
+                )
+                for p, branches in hierarchical_dependencies.items()
+            )
+        ),
+    )
+
+
 class TreeStructure:
     r"""Padded index tensors describing a tree over the columns of ``X``.
 
@@ -180,31 +201,47 @@ class TreeStructure:
         self._build_tensors()
 
     # ------------------------------------------------------------------ build
-    def _conditions(self, v: int) -> list[tuple[int, float]]:
-        conds = []
-        while self.vertices[v].parent is not None:
-            conds.append(self.vertices[v].condition)
-            v = self.vertices[v].parent
-        return conds[::-1]
-
     def _build_tensors(self) -> None:
-        V = len(self.vertices)
-        dims = [len(v.continuous_columns) for v in self.vertices]
+        """Index tensors, built in time linear in ``V`` in Python (plus tensor
+        operations): conditions and ancestors extend the parent's, co-activity
+        is one comparison per choice column, the colouring one step per vertex."""
+        vertices, V = self.vertices, len(self.vertices)
+        dims = [len(v.continuous_columns) for v in vertices]
         d_max = max(1, max(dims))
+        flat_cols = [c for v in vertices for c in v.continuous_columns]
+        rows = torch.repeat_interleave(torch.arange(V), torch.tensor(dims))
+        slots_in_row = torch.arange(len(flat_cols)) - torch.repeat_interleave(
+            torch.cumsum(torch.tensor([0, *dims[:-1]]), 0), torch.tensor(dims)
+        )
         cols = torch.zeros(V, d_max, dtype=torch.long)
         col_mask = torch.zeros(V, d_max, dtype=torch.bool)
-        for v in self.vertices:
-            k = len(v.continuous_columns)
-            cols[v.index, :k] = torch.tensor(v.continuous_columns, dtype=torch.long)
-            col_mask[v.index, :k] = True
-        conds = [self._conditions(v) for v in range(V)]
-        h_max = max(1, max(len(c) for c in conds))
+        cols[rows, slots_in_row] = torch.tensor(flat_cols, dtype=torch.long)
+        col_mask[rows, slots_in_row] = True
+
+        # Conditions and ancestors extend the parent's (BFS: parents first).
+        conds: list[tuple[tuple[int, float], ...]] = []
+        ancestors: list[tuple[int, ...]] = []  # conditioned vertices on the path
+        for v in vertices:
+            if v.parent is None:
+                conds.append(())
+                ancestors.append(())
+            else:
+                conds.append(conds[v.parent] + (v.condition,))
+                ancestors.append(ancestors[v.parent] + (v.index,))
+        depth = torch.tensor([len(c) for c in conds], dtype=torch.long)
+        h_max = max(1, int(depth.max()))
+        flat = [cv for c in conds for cv in c]
+        c_rows = torch.repeat_interleave(torch.arange(V), depth)
+        c_pos = torch.tensor([j for c in conds for j in range(len(c))], dtype=torch.long)
         cond_cols = torch.zeros(V, h_max, dtype=torch.long)
         cond_vals = torch.zeros(V, h_max, dtype=torch.float64)
         cond_mask = torch.zeros(V, h_max, dtype=torch.bool)
-        for v, cs in enumerate(conds):
-            for j, (c, val) in enumerate(cs):
-                cond_cols[v, j], cond_vals[v, j], cond_mask[v, j] = c, val, True
+        if flat:
+            cond_cols[c_rows, c_pos] = torch.tensor([c for c, _ in flat])
+            cond_vals[c_rows, c_pos] = torch.tensor(
+                [val for _, val in flat], dtype=torch.float64
+            )
+            cond_mask[c_rows, c_pos] = True
         self.vertex_dims = torch.tensor(dims, dtype=torch.long)
         self.vertex_columns = cols
         self.vertex_column_mask = col_mask
@@ -215,17 +252,18 @@ class TreeStructure:
         # Edge form of the conditions, for a fast activity test: one entry per
         # non-root vertex (its own condition), and a V x V matrix saying which
         # conditions lie on the path to each vertex.
-        edge_cols = torch.zeros(V, dtype=torch.long)
-        edge_vals = torch.zeros(V, dtype=torch.float64)
+        edge_cols = torch.tensor(
+            [0 if v.condition is None else v.condition[0] for v in vertices]
+        )
+        edge_vals = torch.tensor(
+            [0.0 if v.condition is None else v.condition[1] for v in vertices],
+            dtype=torch.float64,
+        )
         on_path = torch.zeros(V, V, dtype=torch.float64)  # edge u on path to v
-        for v in self.vertices:
-            if v.condition is not None:
-                edge_cols[v.index] = v.condition[0]
-                edge_vals[v.index] = v.condition[1]
-            u = v.index
-            while self.vertices[u].parent is not None:
-                on_path[u, v.index] = 1.0
-                u = self.vertices[u].parent
+        on_path[
+            torch.tensor([u for a in ancestors for u in a], dtype=torch.long),
+            torch.repeat_interleave(torch.arange(V), depth),
+        ] = 1.0
         self._edge_cols = edge_cols
         self._edge_vals = edge_vals
         self._edge_tol = CHOICE_ATOL + CHOICE_RTOL * edge_vals.abs()
@@ -235,62 +273,79 @@ class TreeStructure:
         self._device_cache: dict[tuple, tuple[Tensor, ...]] = {}
 
         # Which vertices can be active together: those whose conditions agree
-        # on every choice column both of them test.
+        # on every choice column both of them test (one V x V comparison per
+        # choice column).
+        tested = torch.full((V, self.dim), math.nan, dtype=torch.float64)
+        if flat:
+            tested[c_rows, cond_cols[c_rows, c_pos]] = cond_vals[c_rows, c_pos]
         co_active = torch.ones(V, V, dtype=torch.bool)
-        cond_dicts = [dict(c) for c in conds]
-        for u, v in itertools.combinations(range(V), 2):
-            shared = cond_dicts[u].keys() & cond_dicts[v].keys()
-            if any(cond_dicts[u][c] != cond_dicts[v][c] for c in shared):
-                co_active[u, v] = co_active[v, u] = False
+        for c in self.choice_columns:
+            vals = tested[:, c]
+            both = ~vals.isnan()
+            clash = both[:, None] & both[None, :] & (vals[:, None] != vals[None, :])
+            co_active &= ~clash
         self.co_active = co_active
         # Greedy colouring in BFS order: vertices that can be active together get
         # different slots; mutually exclusive branches share slots.
-        slots = [-1] * V
-        for v in range(V):
-            used = {slots[u] for u in range(v) if co_active[u, v]}
-            slots[v] = next(s for s in itertools.count() if s not in used)
-        self.vertex_slots = torch.tensor(slots, dtype=torch.long)
-        self.num_slots = max(slots) + 1
+        slots = torch.zeros(V, dtype=torch.long)
+        free = torch.ones(V + 1, dtype=torch.bool)
+        for v in range(1, V):
+            free.fill_(True)
+            free[slots[:v][co_active[:v, v]]] = False
+            slots[v] = int(free.to(torch.uint8).argmax())
+        self.vertex_slots = slots
+        self.num_slots = int(slots.max()) + 1
 
         # Paths (configurations): sets of vertices active together.
-        paths = self._enumerate_configurations(0)
-        path_mask = torch.zeros(len(paths), V, dtype=torch.bool)
-        for i, p in enumerate(paths):
-            path_mask[i, list(p)] = True
-        self.path_vertex_mask = path_mask
-        # For each path, the value of every active choice column (NaN elsewhere).
-        assignment = torch.full(
-            (len(paths), self.dim), float("nan"), dtype=torch.float64
+        children: dict[tuple[int, int], list[int]] = {}
+        for v in vertices:
+            if v.parent is not None:
+                children.setdefault((v.parent, v.condition[0]), []).append(v.index)
+        paths = self._enumerate_configurations(0, children)
+        P = len(paths)
+        p_rows = torch.repeat_interleave(
+            torch.arange(P), torch.tensor([len(p) for p in paths])
         )
-        for i, p in enumerate(paths):
-            for v in p:
-                cond = self.vertices[v].condition
-                if cond is not None:
-                    assignment[i, cond[0]] = cond[1]
+        p_cols = torch.tensor([v for p in paths for v in sorted(p)], dtype=torch.long)
+        path_mask = torch.zeros(P, V, dtype=torch.bool)
+        path_mask[p_rows, p_cols] = True
+        self.path_vertex_mask = path_mask
+        # For each path, the value of every active choice column (NaN elsewhere):
+        # the conditions of its vertices, which agree by construction.
+        cond_here = torch.zeros(V, self.dim, dtype=torch.bool)
+        has_cond = torch.tensor([v.condition is not None for v in vertices])
+        rows_c = torch.arange(V)[has_cond]
+        cond_here[rows_c, edge_cols[has_cond]] = True
+        value_here = torch.zeros(V, self.dim, dtype=torch.float64)
+        value_here[rows_c, edge_cols[has_cond]] = edge_vals[has_cond]
+        pm = path_mask.to(torch.float64)
+        hits = pm @ cond_here.to(torch.float64)  # P x d
+        assignment = torch.where(
+            hits > 0, (pm @ value_here) / hits.clamp_min(1.0), math.nan
+        )
         self.path_choice_values = assignment
-        active_cols = torch.zeros(len(paths), self.dim, dtype=torch.bool)
-        for i, p in enumerate(paths):
-            for v in p:
-                vi = self.vertices[v]
-                active_cols[i, list(vi.continuous_columns + vi.choice_columns)] = True
-        self.path_active_columns = active_cols
+        owns = torch.zeros(V, self.dim, dtype=torch.float64)
+        own_rows = [v.index for v in vertices for _ in v.continuous_columns]
+        own_rows += [v.index for v in vertices for _ in v.choice_columns]
+        own_cols = [c for v in vertices for c in v.continuous_columns]
+        own_cols += [c for v in vertices for c in v.choice_columns]
+        owns[own_rows, own_cols] = 1.0
+        self.path_active_columns = (pm @ owns) > 0
 
-    def _enumerate_configurations(self, v: int) -> list[frozenset[int]]:
+    def _enumerate_configurations(
+        self, v: int, children: Mapping[tuple[int, int], Sequence[int]]
+    ) -> list[frozenset[int]]:
         """All sets of vertices that a full assignment activates below ``v``."""
-        by_choice = {}
-        for child in self.vertices:
-            if child.parent == v:
-                by_choice.setdefault(child.condition[0], []).append(child.index)
         options_per_choice = []
         for c in self.vertices[v].choice_columns:
             opts = []
-            for child in by_choice.get(c, []):
-                opts.extend(self._enumerate_configurations(child))
+            for child in children.get((v, c), []):
+                opts.extend(self._enumerate_configurations(child, children))
             options_per_choice.append(opts)
-        configs = []
-        for combo in itertools.product(*options_per_choice):
-            configs.append(frozenset({v}).union(*combo))
-        return configs
+        return [
+            frozenset({v}).union(*combo)
+            for combo in itertools.product(*options_per_choice)
+        ]
 
     # ------------------------------------------------------------- properties
     @property
@@ -381,3 +436,33 @@ class TreeStructure:
             p: {v: list(cs) for v, cs in b.items()}
             for p, b in self.hierarchical_dependencies.items()
         }
+
+    @classmethod
+    def build(
+        cls, dim: int, hierarchical_dependencies: HierarchicalDependencies
+    ) -> TreeStructure:
+        """A shared :class:`TreeStructure` for ``(dim, hierarchical_dependencies)``.
+
+        Structures are immutable, so the space, the model, its kernel and the
+        optimizers can share one: this returns the same object for equal
+        arguments (the 64 most recently used are kept) and builds a new one
+        otherwise.
+
+        Example:
+            >>> deps = {0: {0: [1], 1: [2]}}
+            >>> TreeStructure.build(3, deps) is TreeStructure.build(3, deps)
+            True
+        """
+        key = _dependencies_key(dim, hierarchical_dependencies)
+        tree = _STRUCTURES.get(key)
+        if tree is None:
+            tree = cls(dim, hierarchical_dependencies)
+            _STRUCTURES[key] = tree
+            while len(_STRUCTURES) > 64:
+                _STRUCTURES.pop(next(iter(_STRUCTURES)))
+        else:  # most recently used last
+            _STRUCTURES[key] = _STRUCTURES.pop(key)
+        return tree
+
+
+_STRUCTURES: dict[tuple, TreeStructure] = {}

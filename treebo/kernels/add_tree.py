@@ -312,7 +312,9 @@ class AddTreeKernel(Kernel):
                 f"base_kernel must be one of {BASE_KERNELS}, got {base_kernel!r}."
             )
         self.tree = (
-            tree if tree is not None else TreeStructure(dim, hierarchical_dependencies)
+            tree
+            if tree is not None
+            else TreeStructure.build(dim, hierarchical_dependencies)
         )
         if self.tree.dim != dim:
             raise ValueError(f"tree has {self.tree.dim} columns but dim={dim}.")

@@ -141,7 +141,7 @@ class AddTreeGP(SingleTaskGP):
                 f"{tuple(train_X.shape)}."
             )
         d = train_X.shape[-1]
-        tree = TreeStructure(d, hierarchical_dependencies)
+        tree = TreeStructure.build(d, hierarchical_dependencies)
         if input_transform == DEFAULT:
             input_transform = (
                 Normalize(
