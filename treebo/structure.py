@@ -232,7 +232,7 @@ class TreeStructure:
         h_max = max(1, int(depth.max()))
         flat = [cv for c in conds for cv in c]
         c_rows = torch.repeat_interleave(torch.arange(V), depth)
-        c_pos = torch.tensor([j for c in conds for j in range(len(c))], dtype=torch.long)
+        c_pos = torch.tensor([j for c in conds for j in range(len(c))])
         cond_cols = torch.zeros(V, h_max, dtype=torch.long)
         cond_vals = torch.zeros(V, h_max, dtype=torch.float64)
         cond_mask = torch.zeros(V, h_max, dtype=torch.bool)

@@ -40,195 +40,19 @@ from gpytorch.kernels import Kernel
 from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
 
+from treebo.kernels.correlation import SlotGram, stationary_correlation
+from treebo.kernels.options import BASE_KERNELS, validate_vertex_bias
+from treebo.kernels.sharing import (
+    first_of_groups,
+    fold_prior_sample,
+    sharing_groups,
+)
 from treebo.structure import HierarchicalDependencies, TreeStructure
-
-BASE_KERNELS = ("rbf", "matern52")
-_SQRT5 = math.sqrt(5.0)
-
-
-def _matern52_parts(sq_dist: Tensor) -> tuple[Tensor, Tensor]:
-    r"""Matern-5/2 correlation and the factor of its derivative.
-
-    For squared distances :math:`r^2 \ge 0`, returns
-    :math:`\kappa = (1 + \sqrt5 r + 5r^2/3)e^{-\sqrt5 r}` and
-    :math:`t = (1 + \sqrt5 r) e^{-\sqrt5 r}`, with
-    :math:`d\kappa/d(r^2) = -\tfrac56 t` (finite at :math:`r = 0`).
-    """
-    r = sq_dist.clamp_min(0).sqrt()
-    e = r.mul(-_SQRT5).exp_()
-    t = r.mul_(_SQRT5).add_(1.0).mul_(e)  # (1 + sqrt5 r) e, in r's storage
-    k = torch.add(t, sq_dist * e, alpha=5.0 / 3.0)
-    return k, t
-
-
-class _Matern52FromSquared(torch.autograd.Function):
-    r"""Matern-5/2 correlation of squared distances with a fused backward.
-
-    Saving only the derivative factor of :func:`_matern52_parts` keeps memory
-    and time of the backward pass low on large ``n x m x S`` tensors.
-    """
-
-    @staticmethod
-    def forward(ctx, sq_dist: Tensor) -> Tensor:
-        k, t = _matern52_parts(sq_dist)
-        ctx.save_for_backward(t)
-        return k
-
-    @staticmethod
-    def backward(ctx, grad: Tensor) -> Tensor:
-        (t,) = ctx.saved_tensors
-        return grad * t * (-5.0 / 6.0)
-
-
-def _pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
-    """Squared distances (``*b x S x n x m``) of slot features ``a`` and ``b``."""
-    if a.shape[-1] <= 4:
-        # Feature dimension first: the reduction runs over the outer axis.
-        A, B = a.movedim(-1, 0), b.movedim(-1, 0)  # D x *b x S x n
-        diff = A.unsqueeze(-1) - B.unsqueeze(-2)
-        diff = diff.mul_(diff)
-        return diff[0] if diff.shape[0] == 1 else diff.sum(0)
-    # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b, centred for accuracy.
-    centre = a.mean(dim=-2, keepdim=True)
-    a, b = a - centre, b - centre
-    sq = a.pow(2).sum(-1).unsqueeze(-1) + b.pow(2).sum(-1).unsqueeze(-2)
-    return sq.sub_(a @ b.transpose(-1, -2), alpha=2.0).clamp_min_(0)
-
-
-class _SlotGram(torch.autograd.Function):
-    r"""Add-Tree Gram matrix from slot features, with a fused backward pass.
-
-    Forward: :math:`K_{nm} = \sum_s w_{snm}\,\kappa(\lVert a_{sn} - b_{sm}
-    \rVert^2)` for ``a``: ``*b x S x n x D``, ``b``: ``*b x S x m x D`` and
-    weights ``w``: ``*b x S x n x m`` (batch shapes broadcast).
-
-    Backward: with :math:`g_{snm} = G_{nm} w_{snm} \kappa'(r^2_{snm})`, the input
-    gradients are :math:`2(a_{sn} \sum_m g_{snm} - \sum_m g_{snm} b_{sm})` (and
-    symmetrically for ``b``): two batched matrix products instead of
-    ``S x n x m x D`` temporaries, and no autograd graph over the ``S x n x m``
-    intermediates.
-    """
-
-    @staticmethod
-    def forward(ctx, a: Tensor, b: Tensor, w: Tensor, base_kernel: str) -> Tensor:
-        sq = _pairwise_sq_dist(a, b)
-        needs_ab = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
-        if base_kernel == "rbf":
-            k = sq.mul_(-0.5).exp_()
-            dk = k if needs_ab else None  # dk/d(sq) = -k / 2, scaled in backward
-            ctx.dk_scale = -0.5
-        else:
-            k, t = _matern52_parts(sq)
-            dk = t if needs_ab else None  # dk/d(sq) = -5/6 of this
-            ctx.dk_scale = -5.0 / 6.0
-        ctx.save_for_backward(a, b, w, k if ctx.needs_input_grad[2] else None, dk)
-        return (k * w).sum(-3)
-
-    @staticmethod
-    def backward(ctx, grad: Tensor):
-        a, b, w, k, dk = ctx.saved_tensors
-        grad = grad.unsqueeze(-3)  # *b x 1 x n x m
-        grad_a = grad_b = grad_w = None
-        if dk is not None:
-            g = (grad * w).mul_(dk)  # *b x S x n x m, without dk_scale
-            two = 2.0 * ctx.dk_scale
-            if ctx.needs_input_grad[0]:
-                grad_a = (a * g.sum(-1, keepdim=True) - g @ b).mul_(two)
-                grad_a = grad_a.sum_to_size(a.shape)
-            if ctx.needs_input_grad[1]:
-                gt = g.transpose(-1, -2)
-                grad_b = (b * gt.sum(-1, keepdim=True) - gt @ a).mul_(two)
-                grad_b = grad_b.sum_to_size(b.shape)
-        if k is not None:
-            grad_w = (grad * k).sum_to_size(w.shape)
-        return grad_a, grad_b, grad_w, None
-
-
-def stationary_correlation(sq_dist: Tensor, base_kernel: str) -> Tensor:
-    r"""Correlation :math:`\kappa(r)` from squared scaled distances :math:`r^2`.
-
-    Args:
-        sq_dist: Tensor of squared distances, any shape.
-        base_kernel: ``"rbf"`` (:math:`e^{-r^2/2}`) or ``"matern52"``
-            (:math:`(1 + \sqrt5 r + 5r^2/3) e^{-\sqrt5 r}`).
-
-    Returns:
-        Tensor of the same shape.
-    """
-    if base_kernel == "rbf":
-        return torch.exp(-0.5 * sq_dist)
-    return _Matern52FromSquared.apply(sq_dist)
 
 
 def _lead(t: Tensor, rank: int) -> Tensor:
     """Prepend singleton dimensions up to ``rank`` dimensions."""
     return t.reshape((1,) * (rank - t.dim()) + tuple(t.shape))
-
-
-SHARING = ("none", "depth", "all")
-
-
-def validate_sharing(share: str, name: str) -> None:
-    """Raise a ``ValueError`` naming ``name`` unless ``share`` is in ``SHARING``."""
-    if share not in SHARING:
-        raise ValueError(f"{name} must be one of {SHARING}, got {share!r}.")
-
-
-def _sharing_groups(tree: TreeStructure, share: str, name: str) -> Tensor:
-    """``V`` group index per vertex for a sharing mode (groups numbered from 0)."""
-    validate_sharing(share, name)
-    if share == "none":
-        group = torch.arange(tree.num_vertices)
-    elif share == "depth":
-        group = torch.tensor([v.depth for v in tree.vertices])
-    else:
-        group = torch.zeros(tree.num_vertices, dtype=torch.long)
-    return torch.unique(group, return_inverse=True)[1]
-
-
-VERTEX_BIAS = ("none", "empty", "all")
-
-
-def validate_vertex_bias(vertex_bias: bool | str) -> str:
-    """Normalize ``vertex_bias`` (``True`` -> ``"empty"``, ``False`` -> ``"none"``)."""
-    if isinstance(vertex_bias, bool):
-        return "empty" if vertex_bias else "none"
-    if vertex_bias not in VERTEX_BIAS:
-        raise ValueError(
-            f"vertex_bias must be a bool or one of {VERTEX_BIAS}, got {vertex_bias!r}."
-        )
-    return vertex_bias
-
-
-def _first_of_groups(group: Tensor) -> Tensor:
-    """``G``: the first vertex of each group."""
-    V = group.numel()
-    first = torch.full((int(group.max()) + 1,), V, device=group.device)
-    return first.scatter_reduce(
-        0, group, torch.arange(V, device=group.device), reduce="amin"
-    )
-
-
-def _fold_prior_sample(sample: Tensor, shape: torch.Size) -> Tensor:
-    """Fold a prior draw of ``sample_shape x prior_batch`` into ``shape``.
-
-    BoTorch's ``sample_all_priors`` (used when ``fit_gpytorch_mll`` retries)
-    draws ``prior.sample(param.shape)``, which appends the prior's own batch
-    shape (``G x D_max`` for the default lengthscale prior). Each of the
-    ``prod(shape)`` leading draws is a full draw of the prior; the first
-    ``prod(shape) / prior_numel`` of them fill ``shape``.
-    """
-    if sample.shape == shape:
-        return sample
-    extra = sample.dim() - len(shape)
-    if extra <= 0:
-        return sample.expand(shape)
-    prior_shape = sample.shape[len(shape) :]
-    draws = sample.reshape(-1, *prior_shape)  # shape.numel() independent draws
-    count = shape.numel() // max(1, prior_shape.numel())
-    if count * prior_shape.numel() == shape.numel():
-        return draws[:count].reshape(shape)
-    return draws[0].expand(shape)
 
 
 class AddTreeKernel(Kernel):
@@ -348,8 +172,8 @@ class AddTreeKernel(Kernel):
 
         # Sharing groups: vertices in one group share their lengthscales (or
         # output scales).
-        group = _sharing_groups(tree, share_lengthscales, "share_lengthscales")
-        os_group = _sharing_groups(tree, share_outputscales, "share_outputscales")
+        group = sharing_groups(tree, share_lengthscales, "share_lengthscales")
+        os_group = sharing_groups(tree, share_outputscales, "share_outputscales")
         G, G_os = int(group.max()) + 1, int(os_group.max()) + 1
         self.share_lengthscales = share_lengthscales
         self.share_outputscales = share_outputscales
@@ -450,7 +274,7 @@ class AddTreeKernel(Kernel):
 
     @staticmethod
     def _lengthscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_group_lengthscale(_fold_prior_sample(v, m.raw_lengthscale.shape))
+        m._set_group_lengthscale(fold_prior_sample(v, m.raw_lengthscale.shape))
 
     @staticmethod
     def _outputscale_param(m: AddTreeKernel) -> Tensor:
@@ -458,7 +282,7 @@ class AddTreeKernel(Kernel):
 
     @staticmethod
     def _outputscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_group_outputscale(_fold_prior_sample(v, m.raw_outputscale.shape))
+        m._set_group_outputscale(fold_prior_sample(v, m.raw_outputscale.shape))
 
     @staticmethod
     def _offset_param(m: AddTreeKernel) -> Tensor:
@@ -466,7 +290,7 @@ class AddTreeKernel(Kernel):
 
     @staticmethod
     def _offset_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_group_offset(_fold_prior_sample(v, m.raw_vertex_offset.shape))
+        m._set_group_offset(fold_prior_sample(v, m.raw_vertex_offset.shape))
 
     @staticmethod
     def _slot_outputscale_param(m: AddTreeKernel) -> Tensor:
@@ -474,7 +298,7 @@ class AddTreeKernel(Kernel):
 
     @staticmethod
     def _slot_outputscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m.slot_outputscale = _fold_prior_sample(v, m.raw_slot_outputscale.shape)
+        m.slot_outputscale = fold_prior_sample(v, m.raw_slot_outputscale.shape)
 
     @property
     def slot_outputscale(self) -> Tensor:
@@ -527,7 +351,7 @@ class AddTreeKernel(Kernel):
         """
         value = torch.as_tensor(value).to(self.raw_lengthscale)
         if value.dim() >= 2 and value.shape[-2] == self.lengthscale_group.numel():
-            first = _first_of_groups(self.lengthscale_group.to(value.device))
+            first = first_of_groups(self.lengthscale_group.to(value.device))
             value = value[..., first, :]
         self._set_group_lengthscale(value)
 
@@ -554,7 +378,7 @@ class AddTreeKernel(Kernel):
         (each group takes its first vertex's); scalars pass through."""
         value = torch.as_tensor(value).to(self.raw_outputscale)
         if value.dim() >= 1 and value.shape[-1] == self.outputscale_group.numel():
-            value = value[..., _first_of_groups(self.outputscale_group)]
+            value = value[..., first_of_groups(self.outputscale_group)]
         return value
 
     def _set_group_outputscale(self, value: Tensor | float) -> None:
@@ -680,7 +504,7 @@ class AddTreeKernel(Kernel):
             # Any two vertices of a slot share its component.
             both = p1.movedim(-1, -2).unsqueeze(-1) * p2.movedim(-1, -2).unsqueeze(-2)
             weight = weight + tau.unsqueeze(-1).unsqueeze(-1) * both
-        gram = _SlotGram.apply(a, b, weight, self.base_kernel)
+        gram = SlotGram.apply(a, b, weight, self.base_kernel)
         if o1 is None:
             return gram
         offsets = same * _lead(o1, rank).movedim(-1, -2).unsqueeze(-1)

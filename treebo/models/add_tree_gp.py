@@ -21,15 +21,20 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import torch
+from botorch.acquisition.objective import PosteriorTransform
 from botorch.models import SingleTaskGP
 from botorch.models.transforms.input import InputTransform, Normalize
 from botorch.models.transforms.outcome import OutcomeTransform, Standardize
+from botorch.posteriors import GPyTorchPosterior
 from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.types import DEFAULT, _DefaultType
+from gpytorch.distributions import MultivariateNormal
 from gpytorch.likelihoods import Likelihood
+from linear_operator.operators import DiagLinearOperator
 from torch import Tensor
 
 from treebo.kernels.add_tree import AddTreeKernel
+from treebo.kernels.options import AddTreeKernelOptions
 from treebo.structure import HierarchicalDependencies, TreeStructure
 
 
@@ -85,6 +90,23 @@ def transform_dependencies(
     return out
 
 
+class _MomentPosterior(GPyTorchPosterior):
+    """A Gaussian posterior at single points, from given means and variances
+    (``batch_shape x 1``); ``mean`` and ``variance`` return them as they are."""
+
+    def __init__(self, mean: Tensor, variance: Tensor) -> None:
+        super().__init__(MultivariateNormal(mean, DiagLinearOperator(variance)))
+        self._moments = (mean.unsqueeze(-1), variance.unsqueeze(-1))
+
+    @property
+    def mean(self) -> Tensor:
+        return self._moments[0]
+
+    @property
+    def variance(self) -> Tensor:
+        return self._moments[1]
+
+
 class AddTreeGP(SingleTaskGP):
     r"""Single-task exact GP with an :class:`AddTreeKernel`.
 
@@ -104,11 +126,6 @@ class AddTreeGP(SingleTaskGP):
         hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
         train_Yvar: Optional observed noise variances, like ``train_Y``.
         likelihood: Optional likelihood (default as in ``SingleTaskGP``).
-        base_kernel: ``"matern52"`` or ``"rbf"``.
-        vertex_bias: See :class:`AddTreeKernel`.
-        share_lengthscales: See :class:`AddTreeKernel`.
-        share_outputscales: See :class:`AddTreeKernel`.
-        shared_component: See :class:`AddTreeKernel`.
         bounds: Optional ``2 x d`` bounds of the inputs used by the default
             normalization.
         input_transform: Input transform; ``DEFAULT`` normalizes continuous
@@ -116,6 +133,16 @@ class AddTreeGP(SingleTaskGP):
         outcome_transform: Outcome transform (``DEFAULT``: ``Standardize``).
         covar_module: Optional ready :class:`AddTreeKernel` (e.g. with other
             priors); must match ``train_X``'s columns.
+        **kernel_options: The kernel's structural settings, the fields of
+            :class:`~treebo.kernels.AddTreeKernelOptions` (``base_kernel``,
+            ``vertex_bias``, ``share_lengthscales``, ``share_outputscales``,
+            ``shared_component``); default Definition 4 of the paper.
+
+    Example:
+        >>> model = AddTreeGP(X, Y, space.to_hierarchical_dependencies(),
+        ...                   share_lengthscales="depth", vertex_bias="all")
+        >>> fit_model(model)
+        >>> post = model.vertex_posterior(X_query)  # r x V means and variances
     """
 
     def __init__(
@@ -125,21 +152,18 @@ class AddTreeGP(SingleTaskGP):
         hierarchical_dependencies: HierarchicalDependencies,
         train_Yvar: Tensor | None = None,
         likelihood: Likelihood | None = None,
-        base_kernel: str = "rbf",
-        vertex_bias: bool | str = False,
-        share_lengthscales: str = "none",
-        share_outputscales: str = "none",
-        shared_component: bool = False,
         bounds: Tensor | None = None,
         input_transform: InputTransform | _DefaultType | None = DEFAULT,
         outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
         covar_module: AddTreeKernel | None = None,
+        **kernel_options: Any,
     ) -> None:
         if train_X.dim() < 2:
             raise ValueError(
                 "train_X must be batch_shape x n x d, got shape "
                 f"{tuple(train_X.shape)}."
             )
+        kernel_options = AddTreeKernelOptions(**kernel_options).as_kwargs()
         d = train_X.shape[-1]
         tree = TreeStructure.build(d, hierarchical_dependencies)
         if input_transform == DEFAULT:
@@ -167,12 +191,8 @@ class AddTreeGP(SingleTaskGP):
             covar_module = AddTreeKernel(
                 dim=d,
                 hierarchical_dependencies=deps,
-                base_kernel=base_kernel,
-                vertex_bias=vertex_bias,
-                share_lengthscales=share_lengthscales,
-                share_outputscales=share_outputscales,
-                shared_component=shared_component,
                 batch_shape=batch_shape,
+                **kernel_options,
             )
         elif not isinstance(covar_module, AddTreeKernel) or covar_module.dim != d:
             raise ValueError(
@@ -195,11 +215,6 @@ class AddTreeGP(SingleTaskGP):
         cls,
         training_data: SupervisedDataset,
         hierarchical_dependencies: HierarchicalDependencies,
-        base_kernel: str = "rbf",
-        vertex_bias: bool | str = False,
-        share_lengthscales: str = "none",
-        share_outputscales: str = "none",
-        shared_component: bool = False,
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Model keyword arguments from a dataset (used by Ax's ``BoTorchGenerator``).
@@ -207,19 +222,15 @@ class AddTreeGP(SingleTaskGP):
         Args:
             training_data: A ``SupervisedDataset``.
             hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
-            base_kernel: ``"matern52"`` or ``"rbf"``.
-            vertex_bias: See :class:`AddTreeKernel`.
-            share_lengthscales: See :class:`AddTreeKernel`.
-            share_outputscales: See :class:`AddTreeKernel`.
-            shared_component: See :class:`AddTreeKernel`.
+            **kwargs: Kernel options (fields of
+                :class:`~treebo.kernels.AddTreeKernelOptions`) and
+                ``SingleTaskGP.construct_inputs``' own arguments.
         """
+        names = AddTreeKernelOptions.names()
+        kernel_options = {k: kwargs.pop(k) for k in names if k in kwargs}
         inputs = super().construct_inputs(training_data=training_data, **kwargs)
         inputs["hierarchical_dependencies"] = hierarchical_dependencies
-        inputs["base_kernel"] = base_kernel
-        inputs["vertex_bias"] = vertex_bias
-        inputs["share_lengthscales"] = share_lengthscales
-        inputs["share_outputscales"] = share_outputscales
-        inputs["shared_component"] = shared_component
+        inputs.update(AddTreeKernelOptions(**kernel_options).as_kwargs())
         return inputs
 
     @property
@@ -258,7 +269,7 @@ class AddTreeGP(SingleTaskGP):
             self._vertex_cache = cache
         return cache
 
-    def _outcome_scale(self) -> tuple[Tensor, Tensor] | None:
+    def outcome_scale(self) -> tuple[Tensor, Tensor] | None:
         """``(std, loc)`` of the Standardize outcome transform, if there is one."""
         if not hasattr(self, "outcome_transform"):
             return None
@@ -271,7 +282,7 @@ class AddTreeGP(SingleTaskGP):
         return ot.stdvs[..., 0, 0], ot.means[..., 0, 0]
 
     def _untransform_moments(self, mean: Tensor, var: Tensor) -> tuple[Tensor, Tensor]:
-        scale = self._outcome_scale()
+        scale = self.outcome_scale()
         if scale is None:
             return mean, var
         std, loc = scale
@@ -307,10 +318,52 @@ class AddTreeGP(SingleTaskGP):
         var = (kernel.forward(Z, Z, diag=True) - w.pow(2).sum(-2)).clamp_min(0.0)
         return self._untransform_moments(mean, var)
 
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: PosteriorTransform | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
+        r"""The posterior at ``X`` (``batch_shape x q x d``).
+
+        In eval mode, for one point per batch (``q = 1``, the case of analytic
+        acquisition functions such as ``LogExpectedImprovement``) without
+        observation noise or a posterior transform, the moments come from
+        :meth:`posterior_mean_variance` (one cached Cholesky factor; the
+        hyper-parameters are constants, gradients flow to ``X``). Otherwise,
+        and always in train mode, this is ``SingleTaskGP.posterior``.
+        """
+        outcome_transform = getattr(self, "outcome_transform", None)
+        fast = (
+            not self.training
+            and X.dim() >= 2
+            and X.shape[-2] == 1
+            and self.num_outputs == 1
+            and output_indices is None
+            and observation_noise is False
+            and posterior_transform is None
+            and not kwargs
+            and (
+                outcome_transform is None or isinstance(outcome_transform, Standardize)
+            )
+        )
+        if not fast:
+            return super().posterior(
+                X,
+                output_indices=output_indices,
+                observation_noise=observation_noise,
+                posterior_transform=posterior_transform,
+                **kwargs,
+            )
+        mean, variance = self.posterior_mean_variance(X)
+        return _MomentPosterior(mean, variance)
+
     def vertex_offset(self) -> Tensor:
         """The constant that completes the sum of vertex means (original scale)."""
         offset = self._vertex_solve_cache()["constant"]
-        scale = self._outcome_scale()
+        scale = self.outcome_scale()
         if scale is not None:
             std, loc = scale
             offset = offset * std + loc
@@ -345,7 +398,7 @@ class AddTreeGP(SingleTaskGP):
         reduction = w.pow(2).sum(-2).reshape(lead)
         prior = self.covar_module.vertex_prior_variance()
         var = (prior.unsqueeze(-2) - reduction).clamp_min(0.0)
-        scale = self._outcome_scale()
+        scale = self.outcome_scale()
         if scale is not None:
             std, _ = scale
             mean = mean * std[..., None, None]

@@ -56,14 +56,16 @@ from contextlib import nullcontext
 
 import torch
 from botorch.acquisition import LogExpectedImprovement, UpperConfidenceBound
-from botorch.acquisition.analytic import AnalyticAcquisitionFunction, _log_ei_helper
+from botorch.acquisition.objective import PosteriorTransform
 from botorch.exceptions import ModelFittingError
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
+from botorch.models.model import Model
 from botorch.models.transforms.outcome import Standardize
 from botorch.optim import optimize_acqf
-from botorch.utils.transforms import t_batch_mode_transform
+from botorch.posteriors import GPyTorchPosterior
 from gpytorch.constraints import GreaterThan
+from gpytorch.distributions import MultivariateNormal
 from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
@@ -93,55 +95,59 @@ def _first_occurrences(Z: Tensor) -> Tensor:
     return first.sort().values
 
 
-class OffsetAcquisition(AnalyticAcquisitionFunction):
-    r"""UCB or log-EI of a residual model plus a known offset.
+class OffsetModel(Model):
+    r"""A single-outcome model plus a known, differentiable offset.
 
-    With :math:`\mu_r, \sigma_r` the posterior of ``model`` (one outcome) and
-    :math:`m` the ``offset``, the predictive mean is :math:`m(x) + \mu_r(x)`
-    and the standard deviation :math:`\sigma_r(x)`:
+    With :math:`\mu_r, \sigma_r^2` the posterior of ``model`` and :math:`m` the
+    ``offset``, the posterior at :math:`x` has mean :math:`m(x) + \mu_r(x)` and
+    the covariance of ``model``: a GP fitted to the residuals of a prior mean
+    :math:`m`, seen as a model of the data themselves. Any BoTorch acquisition
+    function can then score it (e.g. UCB,
+    :math:`m(x) + \mu_r(x) + \sqrt{\beta}\,\sigma_r(x)`).
 
-    .. math::
+    Args:
+        model: The residual model (one outcome).
+        offset: Maps ``batch x q x d`` inputs to ``batch x q`` offsets,
+            differentiably.
 
-        \mathrm{UCB}(x) = m(x) + \mu_r(x) + \sqrt{\beta}\,\sigma_r(x), \qquad
-        \log\mathrm{EI}(x) = \log h\Big(\frac{m(x) + \mu_r(x) - f^*}
-            {\sigma_r(x)}\Big) + \log \sigma_r(x),
-
-    with :math:`h(u) = \phi(u) + u\Phi(u)`, computed stably.
+    Example:
+        >>> shifted = OffsetModel(residual_gp, lambda X: prior_mean(X))
+        >>> UpperConfidenceBound(shifted, beta=0.1)(X)
     """
 
-    def __init__(
-        self,
-        model: SingleTaskGP,
-        offset: Callable[[Tensor], Tensor],
-        acquisition: str = "ucb",
-        beta: float = 0.1,
-        best_f: float | Tensor = 0.0,
-    ) -> None:
-        """
-        Args:
-            model: The residual model (one outcome).
-            offset: Maps ``b x d`` inputs (the model's) to ``b`` offsets,
-                differentiably.
-            acquisition: ``"ucb"`` or ``"log_ei"``.
-            beta: The UCB weight :math:`\beta`.
-            best_f: The incumbent value :math:`f^*` of log-EI.
-        """
-        super().__init__(model=model)
-        validate_local_acquisition(acquisition, beta)
+    def __init__(self, model: Model, offset: Callable[[Tensor], Tensor]) -> None:
+        super().__init__()
+        if model.num_outputs != 1:
+            raise ValueError("OffsetModel needs a single-outcome model.")
+        self.model = model
         self.offset = offset
-        self.acquisition = acquisition
-        self.beta = beta
-        self.register_buffer("best_f", torch.as_tensor(best_f))
 
-    @t_batch_mode_transform(expected_q=1)
-    def forward(self, X: Tensor) -> Tensor:
-        """``b x 1 x d`` inputs -> ``b`` acquisition values."""
-        mean, sigma = self._mean_and_sigma(X)
-        mean = mean.squeeze(-1) + self.offset(X.squeeze(-2))
-        sigma = sigma.squeeze(-1)
-        if self.acquisition == "ucb":
-            return mean + math.sqrt(self.beta) * sigma
-        return _log_ei_helper((mean - self.best_f) / sigma) + sigma.log()
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: PosteriorTransform | None = None,
+    ) -> GPyTorchPosterior:
+        """The residual model's posterior, shifted by ``offset(X)``.
+
+        Args:
+            X: ``batch x q x d`` inputs.
+        """
+        if posterior_transform is not None:
+            raise NotImplementedError("OffsetModel takes no posterior_transform.")
+        base = self.model.posterior(
+            X, output_indices=output_indices, observation_noise=observation_noise
+        )
+        mvn = base.distribution
+        shifted = MultivariateNormal(
+            mvn.mean + self.offset(X), mvn.lazy_covariance_matrix
+        )
+        return GPyTorchPosterior(shifted)
 
 
 def validate_local_acquisition(
@@ -174,7 +180,6 @@ def local_refinement_candidate(
     raw_samples: int = 128,
     seed: int | None = None,
     prior_mean: Callable[[Tensor], Tensor] | None = None,
-    select_mean: bool = False,
     prior_resolution: float = 0.0,
 ) -> Tensor | None:
     r"""A candidate near the best observation from a model of its neighbourhood.
@@ -204,10 +209,6 @@ def local_refinement_candidate(
             on ``y``'s scale (differentiable; the global model's posterior
             mean). The local model then fits ``y - prior_mean(X)`` and the
             acquisition scores ``prior_mean`` plus the residual's posterior.
-        select_mean: With ``prior_mean``, also fit the local model to ``y``
-            itself and keep whichever of the two has the higher marginal
-            likelihood of ``y`` (Bayesian model selection between a constant
-            and the global prior mean).
         prior_resolution: Use ``prior_mean`` only while the neighbourhood's
             values spread more than this (on ``y``'s scale; say, the global
             model's noise standard deviation, below which its mean carries
@@ -274,21 +275,14 @@ def local_refinement_candidate(
         with torch.no_grad():
             residual = train_Y - offset(train_X).unsqueeze(-1)
         model = _fit_local_model(train_X, residual, noise_floor)
-        if select_mean:
-            plain = _fit_local_model(train_X, train_Y, noise_floor)
-            if plain is not None and (
-                model is None or _log_evidence(plain) >= _log_evidence(model)
-            ):
-                model, offset = plain, None
     else:
         model = _fit_local_model(train_X, train_Y, noise_floor)
     if model is None:
         return None
     if offset is not None:
-        acqf = OffsetAcquisition(
-            model, offset, acquisition, beta=beta, best_f=y[rows].max()
-        )
-    elif acquisition == "ucb":
+        model = OffsetModel(model, lambda U: offset(U.squeeze(-2)).unsqueeze(-1))
+        beta = torch.tensor(beta, dtype=torch.float64)
+    if acquisition == "ucb":
         acqf = UpperConfidenceBound(model, beta=beta)
     else:
         acqf = LogExpectedImprovement(model, best_f=train_Y.max())
@@ -337,28 +331,6 @@ def _fit_local_model(
     except (ModelFittingError, RuntimeError, ValueError):
         return None
     return model.eval()
-
-
-def _log_evidence(model: SingleTaskGP) -> float:
-    r"""Log marginal likelihood (with the hyper-parameter priors) of a fitted
-    local model's targets on their own scale.
-
-    The model sees :math:`z = (y - c) / s` (``Standardize``), so
-    :math:`\log p(y) = \log p(z) - n \log s`: comparable between models of
-    ``y`` and of ``y`` minus a fixed prior mean. ``-inf`` if it cannot be
-    computed.
-    """
-    mll = ExactMarginalLogLikelihood(model.likelihood, model)
-    n = model.train_targets.shape[-1]
-    try:
-        with torch.no_grad():
-            mll.train()
-            log_z = float(mll(model(*model.train_inputs), model.train_targets))
-    except RuntimeError:
-        return -math.inf
-    finally:
-        model.eval()
-    return n * log_z - n * float(model.outcome_transform.stdvs.log().sum())
 
 
 def linf_distance(space: TreeSpace, a: Tensor, b: Tensor) -> float:

@@ -1,0 +1,174 @@
+"""The loop's record of evaluations: :class:`Trial`, :class:`History` and
+:class:`OptimizationResult`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+import torch
+from torch import Tensor
+
+from treebo.space import TreeSpace
+
+#: Trial kinds written by the loop itself; strategies add their own (for the
+#: Add-Tree strategies: ``"bo"``, ``"local"`` and ``"away"``).
+CORE_KINDS = ("initial", "random", "user")
+
+
+@dataclass
+class Trial:
+    """One evaluation.
+
+    Attributes:
+        index: Position in the history (0-based).
+        params: The configuration evaluated (active parameters only).
+        value: The objective value, or ``None`` if the evaluation failed.
+        status: ``"ok"`` or ``"failed"``.
+        error: The error message of a failed evaluation.
+        kind: Who proposed it: ``"initial"`` (initial design), ``"random"``
+            (no model could be fitted), ``"user"`` (told without asking), or a
+            strategy's own kind (the Add-Tree strategies: ``"bo"`` for the
+            global model, ``"local"`` for a local step around the incumbent,
+            ``"away"`` for a proposal moved off a resolved basin).
+        proposal_seconds: Time spent proposing it.
+        eval_seconds: Time the objective took.
+    """
+
+    index: int
+    params: dict[str, Any]
+    value: float | None
+    status: str = "ok"
+    error: str | None = None
+    kind: str = "bo"
+    proposal_seconds: float = 0.0
+    eval_seconds: float = 0.0
+
+
+@dataclass
+class OptimizationResult:
+    """What :func:`~treebo.minimize` returns.
+
+    Attributes:
+        best_params: The best configuration evaluated (``None`` if every
+            evaluation failed).
+        best_value: Its objective value.
+        history: Every :class:`Trial`, failures included.
+    """
+
+    best_params: dict[str, Any] | None
+    best_value: float | None
+    history: list[Trial] = field(default_factory=list)
+
+    @property
+    def values(self) -> list[float | None]:
+        """The objective value of every trial (``None`` for failures)."""
+        return [t.value for t in self.history]
+
+    def best_so_far(self, maximize: bool = False) -> list[float]:
+        """Running best value after each evaluation (NaN before the first success)."""
+        out, best = [], math.nan
+        for t in self.history:
+            if t.value is not None and (
+                math.isnan(best) or (t.value > best if maximize else t.value < best)
+            ):
+                best = t.value
+            out.append(best)
+        return out
+
+
+class History(Sequence[Trial]):
+    r"""The trials of a run, with their tensor encoding kept alongside.
+
+    Each :meth:`append` encodes the new configuration once and writes it into
+    a buffer that doubles when full, so reading the ``n x d`` inputs costs no
+    re-encoding (amortized :math:`O(d)` per trial).
+
+    Args:
+        space: The search space the configurations belong to.
+
+    Example:
+        >>> history = History(space)
+        >>> history.append(Trial(0, {"x": 0.5}, 1.2))
+        >>> history.X.shape  # n x d
+        torch.Size([1, 1])
+    """
+
+    def __init__(self, space: TreeSpace) -> None:
+        self.space = space
+        self._trials: list[Trial] = []
+        self._X = torch.empty(8, space.dim, dtype=torch.float64)
+        self._values = torch.empty(8, dtype=torch.float64)
+
+    @overload
+    def __getitem__(self, index: int) -> Trial: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Trial]: ...
+
+    def __getitem__(self, index: int | slice) -> Trial | list[Trial]:
+        return self._trials[index]
+
+    def __len__(self) -> int:
+        return len(self._trials)
+
+    def __iter__(self) -> Iterator[Trial]:
+        return iter(self._trials)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, History):
+            return self._trials == other._trials
+        return isinstance(other, list) and self._trials == other
+
+    def __repr__(self) -> str:
+        return f"History({self._trials!r})"
+
+    def append(self, trial: Trial, x: Tensor | None = None) -> None:
+        """Add ``trial``; ``x`` (``d``) is its encoding if already known."""
+        n = len(self._trials)
+        if n == self._X.shape[0]:
+            self._X = torch.cat([self._X, torch.empty_like(self._X)])
+            self._values = torch.cat([self._values, torch.empty_like(self._values)])
+        if x is None:
+            x = self.space.to_tensor([trial.params])[0]
+        self._X[n] = x
+        self._values[n] = math.nan if trial.value is None else trial.value
+        self._trials.append(trial)
+
+    def extend(self, trials: Sequence[Trial]) -> None:
+        """Add several trials, encoded in one call."""
+        if not trials:
+            return
+        X = self.space.to_tensor([t.params for t in trials])
+        for trial, x in zip(trials, X, strict=True):
+            self.append(trial, x)
+
+    @property
+    def X(self) -> Tensor:
+        """``n x d`` float64 encoding of every trial's configuration (a view)."""
+        return self._X[: len(self._trials)]
+
+    @property
+    def values(self) -> Tensor:
+        """``n`` float64 objective values, NaN for failures (a view)."""
+        return self._values[: len(self._trials)]
+
+    @property
+    def kinds(self) -> tuple[str, ...]:
+        """Every trial's ``kind``."""
+        return tuple(t.kind for t in self._trials)
+
+    def best(self, maximize: bool) -> Trial | None:
+        """The best successful trial (the first of equals), or ``None``."""
+        values = self.values
+        ok = ~values.isnan()
+        if not bool(ok.any()):
+            return None
+        scores = torch.where(ok, values if maximize else -values, -math.inf)
+        return self._trials[int(scores.argmax())]
+
+    def as_list(self) -> list[Trial]:
+        """A plain list of the trials."""
+        return list(self._trials)

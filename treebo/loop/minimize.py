@@ -1,0 +1,192 @@
+"""One-call optimization: :func:`minimize`, sequential or with parallel workers."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    Executor,
+    Future,
+    ProcessPoolExecutor,
+    ThreadPoolExecutor,
+    wait,
+)
+from typing import Any
+
+import torch
+
+from treebo.loop.history import OptimizationResult, Trial
+from treebo.loop.optimizer import TreeOptimizer
+from treebo.space import TreeSpace
+from treebo.strategies.base import Strategy
+
+
+def _progress(i: int, total: int, best: float | None, width: int = 30) -> None:
+    filled = int(width * i / max(total, 1))
+    bar = "#" * filled + "." * (width - filled)
+    best_s = "-" if best is None else f"{best:.6g}"
+    end = "\n" if i >= total else ""
+    sys.stderr.write(f"\r[{bar}] {i}/{total} best={best_s}{end}")
+    sys.stderr.flush()
+
+
+def _evaluate(
+    objective: Callable[[dict[str, Any]], float], params: dict[str, Any]
+) -> tuple[Any, float]:
+    """``(value, seconds)`` of one evaluation; an exception is returned as the value.
+
+    Module-level (so that a process pool can pickle it); ``KeyboardInterrupt``
+    and other non-``Exception`` errors propagate.
+    """
+    t0 = time.perf_counter()
+    try:
+        value: Any = objective(params)
+    except Exception as err:  # recorded as a failed trial, the loop goes on
+        if os.environ.get("TREEBO_DEBUG"):
+            traceback.print_exc()
+        value = err
+    return value, time.perf_counter() - t0
+
+
+def minimize(
+    objective: Callable[[dict[str, Any]], float],
+    space: TreeSpace,
+    budget: int,
+    seed: int | None = None,
+    *,
+    model: str | Strategy = "add_tree",
+    options: Any | None = None,
+    maximize: bool = False,
+    n_initial: int | None = None,
+    checkpoint: str | os.PathLike | None = None,
+    n_workers: int = 1,
+    executor: Executor | None = None,
+    callback: Callable[[Trial], None] | None = None,
+    progress: bool = False,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float64,
+) -> OptimizationResult:
+    """Minimize (or maximize) ``objective`` over ``space`` with ``budget`` evaluations.
+
+    With ``n_workers > 1`` up to that many evaluations run at once: whenever one
+    finishes, its result is told and a new configuration is asked for, with the
+    ones still running treated as pending (see :meth:`TreeOptimizer.ask`). The
+    run then depends on the order in which evaluations finish, so a seed no
+    longer fixes it.
+
+    Args:
+        objective: Takes a dict of active parameter values, returns a float.
+            Exceptions and NaN/inf results are recorded as failed trials.
+        space: The search space.
+        budget: Total number of evaluations (a resumed run counts the ones in
+            its checkpoint).
+        seed: Seed for reproducibility.
+        model: The strategy, by name (``"add_tree"``, ``"add_tree_ucb"``) or
+            as a :class:`~treebo.strategies.Strategy` (see
+            :class:`TreeOptimizer`).
+        options: The named strategy's options (e.g.
+            :class:`~treebo.strategies.AddTreeOptions`).
+        maximize: Maximize instead.
+        n_initial: Size of the initial design (see :class:`TreeOptimizer`).
+        checkpoint: JSON file written after every evaluation; resumed from if
+            it exists (with the same settings). Evaluations still running when
+            a run is killed are not in it (a resumed run proposes again).
+        n_workers: How many evaluations may run at once.
+        executor: A :class:`concurrent.futures.Executor` to run the evaluations
+            in (e.g. a ``ProcessPoolExecutor``, whose ``objective`` must then be
+            picklable); it is not shut down here. Default: the calling thread
+            when ``n_workers == 1``, else a ``ThreadPoolExecutor`` with
+            ``n_workers`` threads (suits objectives that wait on a subprocess,
+            a GPU or a remote job).
+        callback: Called with each new :class:`Trial`.
+        progress: Print a progress bar to stderr.
+        device: Device of the models (default CPU).
+        dtype: Floating point type of the models (default float64).
+
+    Returns:
+        An :class:`OptimizationResult`.
+
+    Example:
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> result = minimize(problem.objective, problem.space, budget=20, seed=0)
+        >>> result.best_value < 1.0
+        True
+    """
+    if not callable(objective):
+        raise TypeError("objective must be callable.")
+    if not isinstance(budget, int) or budget < 1:
+        raise ValueError(f"budget must be a positive integer, got {budget!r}.")
+    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
+        raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}.")
+    if executor is not None and not isinstance(executor, Executor):
+        raise TypeError(
+            "executor must be a concurrent.futures.Executor, got "
+            f"{type(executor).__name__}."
+        )
+    opt = TreeOptimizer(
+        space,
+        model=model,
+        options=options,
+        maximize=maximize,
+        n_initial=n_initial,
+        seed=seed,
+        checkpoint=checkpoint,
+        device=device,
+        dtype=dtype,
+    )
+
+    def record(params: dict[str, Any], value: Any, seconds: float) -> None:
+        trial = opt.tell(params, value, eval_seconds=seconds)
+        if callback is not None:
+            callback(trial)
+        if progress:
+            best = opt.best_trial
+            _progress(len(opt.history), budget, None if best is None else best.value)
+
+    if executor is None and n_workers == 1:
+        while len(opt.history) < budget:
+            params = opt.ask()
+            record(params, *_evaluate(objective, dict(params)))
+        return opt.result()
+
+    if isinstance(executor, ProcessPoolExecutor):
+        try:
+            pickle.dumps(objective)
+        except Exception as err:  # else every trial would fail the same way
+            raise TypeError(
+                "objective must be picklable to run in a ProcessPoolExecutor "
+                f"(define it at module level): {err}"
+            ) from err
+    own_executor = executor is None
+    pool = ThreadPoolExecutor(n_workers) if executor is None else executor
+    running: dict[Future, dict[str, Any]] = {}
+    try:
+        while len(opt.history) < budget:
+            while len(running) < n_workers and len(opt.history) + len(running) < budget:
+                params = opt.ask()
+                running[pool.submit(_evaluate, objective, dict(params))] = params
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                params = running.pop(future)
+                try:
+                    value, seconds = future.result()
+                except Exception as err:  # e.g. a worker process died
+                    value, seconds = err, 0.0
+                record(params, value, seconds)
+    finally:
+        # Keep evaluations that finished while the loop was being stopped.
+        for future, params in running.items():
+            if future.done() and not future.cancelled() and not future.exception():
+                value, seconds = future.result()
+                opt.tell(params, value, eval_seconds=seconds)
+            else:
+                future.cancel()
+        if own_executor:
+            pool.shutdown(wait=False, cancel_futures=True)
+    return opt.result()

@@ -1,0 +1,237 @@
+r"""The Add-Tree strategies: BO on tree-structured spaces with an ``AddTreeGP``.
+
+A proposal fits an :class:`~treebo.models.AddTreeGP` (warm-started, see
+:class:`~treebo.strategies.fitting.WarmStartFit`), believes the pending
+configurations at its predicted values
+(:func:`~treebo.strategies.believer.believe_pending`), maximizes an acquisition
+over every path at once, and then applies three rules:
+
+1. A proposal on the incumbent's path within the local radius becomes a local
+   step (:class:`~treebo.strategies.local_steps.LocalSteps`): the global model
+   cannot resolve differences below its noise floor, the local model can.
+2. A global proposal that repeats an evaluated point (to ``1e-4`` of each
+   range) is replaced by the best path candidate not yet evaluated.
+3. Add-Tree-GP-UCB only: once local steps stop improving
+   (:func:`~treebo.strategies.basins.basin_resolved`), a global proposal near
+   the incumbent is moved to the best candidate elsewhere (kind ``"away"``).
+
+``"add_tree"`` (:class:`AddTreeStrategy`) maximizes ``LogExpectedImprovement``;
+``"add_tree_ucb"`` (:class:`AddTreeUCBStrategy`) is Algorithm 2 of Ma &
+Blaschko (2020).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement
+from torch import Tensor
+
+from treebo.acquisition.add_tree_ucb import AddTreeUCB
+from treebo.models.add_tree_gp import AddTreeGP
+from treebo.models.fit import noise_floor_likelihood
+from treebo.optim.tree_optimize import (
+    TreeCandidate,
+    optimize_acqf_tree,
+    optimize_add_tree_ucb,
+)
+from treebo.space import TreeSpace
+from treebo.strategies.base import Observations, Proposal, Strategy, register_strategy
+from treebo.strategies.basins import Failures, basin_resolved, count_failures
+from treebo.strategies.believer import believe_pending
+from treebo.strategies.fitting import WarmStartFit
+from treebo.strategies.local_steps import REPEAT_TOL, LocalSteps, is_observed
+from treebo.strategies.options import AddTreeOptions, AddTreeUCBOptions
+
+
+@register_strategy
+class AddTreeStrategy(Strategy):
+    """LogEI on an :class:`~treebo.models.AddTreeGP`, with local refinement.
+
+    Args:
+        options: :class:`~treebo.strategies.AddTreeOptions`.
+        device: Device of the models (default CPU).
+        dtype: Floating point type of the models (default float64).
+
+    Attributes:
+        last_model: The global model of the last proposal.
+        timings: Seconds spent in the last proposal's ``"fit"`` (global
+            model, believer included) and ``"optimize"`` (acquisition
+            optimization and local step).
+
+    Example:
+        >>> strategy = AddTreeStrategy(AddTreeOptions(noise_floor=1e-4))
+        >>> TreeOptimizer(space, model=strategy)
+    """
+
+    name = "add_tree"
+    options_type = AddTreeOptions
+
+    def __init__(self, options: AddTreeOptions | None = None, **kwargs: Any) -> None:
+        super().__init__(options, **kwargs)
+        self.fitter = WarmStartFit(self.options.warm_start, self.options.fit_criterion)
+        self.local = (
+            None if self.options.local is None else LocalSteps(self.options.local)
+        )
+        self.last_model: AddTreeGP | None = None
+        self.timings: dict[str, float] = {}
+
+    # ----------------------------------------------------------------- model
+    def build_model(
+        self, space: TreeSpace, X: Tensor, y: Tensor, noise_floor: float
+    ) -> AddTreeGP:
+        """An unfitted :class:`AddTreeGP` with these options on ``X``, ``y``."""
+        return AddTreeGP(
+            X,
+            y,
+            space.to_hierarchical_dependencies(),
+            bounds=space.bounds.to(X),
+            likelihood=noise_floor_likelihood(noise_floor),
+            **self.options.kernel.as_kwargs(),
+        ).to(X)
+
+    def fit(self, observations: Observations) -> AddTreeGP:
+        """Fit the global model to the finished evaluations."""
+        space, X, y = observations.space, observations.X, observations.y
+        model = self.fitter.fit(
+            lambda floor: self.build_model(space, X, y, floor),
+            self.options.noise_floor,
+        )
+        self.last_model = model
+        return model
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"hyperparameters": self.fitter.state_dict()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.fitter.load_state_dict(state.get("hyperparameters", {}))
+
+    # -------------------------------------------------------------- proposal
+    def propose(self, observations: Observations) -> Proposal:
+        t0 = time.perf_counter()
+        obs = observations
+        space, X, y = obs.space, obs.X, obs.y
+        incumbent = obs.incumbent
+        failures = count_failures(obs.scores, obs.kinds)
+        model = None
+        if obs.X_pending.shape[0]:
+            model, X, y = believe_pending(
+                self.fit(obs),
+                X,
+                y,
+                obs.X_pending,
+                lambda Xa, ya, floor: self.build_model(space, Xa, ya, floor),
+            )
+        local = self.local
+        if local is not None and local.is_due(failures):
+            if local.options.mean != "constant" and model is None:
+                model = self.fit(obs)
+            t1 = time.perf_counter()
+            step = local.candidate(obs, X, y, model)
+            if step is not None:
+                self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
+                return Proposal(step[0], "local")
+        if model is None:
+            model = self.fit(obs)
+        t1 = time.perf_counter()
+        # Start some optimizer runs near the best observations.
+        around = X[y.squeeze(-1).topk(min(3, y.shape[0])).indices]
+        cand = self.optimize_acquisition(model, obs, y, around)
+        candidate, kind = cand.candidate[0], "bo"
+        near = local is not None and local.is_near(space, candidate, incumbent)
+        if near and self.redirect(failures):
+            # The incumbent's basin is resolved: go to the best other basin.
+            other = best_path_candidate(
+                cand, lambda row: not local.is_near(space, row, incumbent)
+            )
+            if other is not None:
+                self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
+                return Proposal(other, "away")
+        if near:
+            step = local.candidate(obs, X, y, model)
+            if step is not None:
+                candidate, kind = step[0], "local"
+        if kind == "bo" and is_observed(space, candidate, X, REPEAT_TOL):
+            # Re-evaluating a point (or one next to it) teaches the global model
+            # of a deterministic objective nothing; Add-Tree-GP-UCB asks for
+            # such points because its per-vertex variances do not shrink where
+            # components are confounded. Take the best new path candidate.
+            other = best_path_candidate(
+                cand, lambda row: not is_observed(space, row, X, REPEAT_TOL)
+            )
+            if other is not None:
+                candidate = other
+        self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
+        return Proposal(candidate, kind)
+
+    def optimize_acquisition(
+        self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
+    ) -> TreeCandidate:
+        """Maximize LogEI over every path (``num_restarts // 2`` starts each)."""
+        acqf: AcquisitionFunction = LogExpectedImprovement(model, best_f=y.max())
+        opts = self.options
+        return optimize_acqf_tree(
+            acqf,
+            observations.space,
+            num_restarts=max(1, opts.num_restarts // 2),
+            raw_samples=max(opts.raw_samples // 4, opts.num_restarts),
+            seed=observations.seed,
+            around=around,
+        )
+
+    def redirect(self, failures: Failures) -> bool:
+        """Whether a global proposal near the incumbent should go elsewhere
+        (never for LogEI, which leaves a resolved basin by itself)."""
+        return False
+
+
+@register_strategy
+class AddTreeUCBStrategy(AddTreeStrategy):
+    """Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020) with local steps.
+
+    Args:
+        options: :class:`~treebo.strategies.AddTreeUCBOptions`.
+        device: Device of the models (default CPU).
+        dtype: Floating point type of the models (default float64).
+
+    Example:
+        >>> TreeOptimizer(space, model="add_tree_ucb")
+    """
+
+    name = "add_tree_ucb"
+    options_type = AddTreeUCBOptions
+
+    def optimize_acquisition(
+        self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
+    ) -> TreeCandidate:
+        """Per-vertex UCB optima, combined by ``options.path_selection``."""
+        opts = self.options
+        acqf = AddTreeUCB(model, beta=opts.beta, maximize=True)
+        return optimize_add_tree_ucb(
+            acqf,
+            observations.space,
+            num_restarts=opts.num_restarts,
+            raw_samples=opts.raw_samples,
+            seed=observations.seed,
+            around=around,
+            path_selection=opts.path_selection,
+        )
+
+    def redirect(self, failures: Failures) -> bool:
+        return basin_resolved(failures, self.options.basin_patience)
+
+
+def best_path_candidate(
+    cand: TreeCandidate, accept: Callable[[Tensor], bool]
+) -> Tensor | None:
+    """The per-path candidate with the highest acquisition value that
+    ``accept`` admits (``None`` if there is none)."""
+    if cand.path_candidates is None:
+        return None
+    order = cand.path_values.argsort(descending=True)
+    for row in cand.path_candidates[order]:
+        if accept(row):
+            return row
+    return None

@@ -1,0 +1,167 @@
+r"""The interface between the loop and a model family: :class:`Strategy`.
+
+:class:`~treebo.TreeOptimizer` keeps the history, the pending evaluations, the
+initial design, failures and checkpoints. Everything model-specific happens in
+a *strategy*: given the :class:`Observations` so far it returns a
+:class:`Proposal` (fit a model, build an acquisition, optimize it). A strategy
+has a typed, frozen options object, and may keep state between proposals
+(e.g. the last hyper-parameters, to warm-start the next fit) that it writes
+into checkpoints through :meth:`Strategy.state_dict`, so that a resumed run
+proposes exactly what the uninterrupted run would have.
+
+New model families register a strategy under a name, which
+``TreeOptimizer(model=...)`` and ``minimize(model=...)`` then accept::
+
+    @register_strategy
+    class MyStrategy(Strategy):
+        name = "my_model"
+        options_type = MyOptions
+
+        def propose(self, observations):
+            ...
+            return Proposal(candidate, kind="bo")
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, is_dataclass
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+
+from treebo.space import TreeSpace
+
+
+@dataclass(frozen=True)
+class Observations:
+    """What a strategy sees when asked for a proposal.
+
+    Attributes:
+        space: The search space.
+        X: ``n x d`` encoded configurations of every trial, on the loop's
+            device and dtype.
+        y: ``n x 1`` scores to *maximize* (the values, negated when the loop
+            minimizes); failed trials hold the worst successful score.
+        failed: ``n`` booleans, true for failed trials.
+        kinds: Every trial's ``kind``.
+        X_pending: ``p x d`` configurations asked for and not yet told.
+        seed: The seed of this proposal (derived from the run's seed and the
+            number of trials, so a resumed run uses the same one).
+        n_initial: The size of the initial design.
+    """
+
+    space: TreeSpace
+    X: Tensor
+    y: Tensor
+    failed: Tensor
+    kinds: tuple[str, ...]
+    X_pending: Tensor
+    seed: int
+    n_initial: int
+
+    @property
+    def incumbent(self) -> Tensor:
+        """``d``: the best configuration so far (the first of equals)."""
+        return self.X[int(self.y.squeeze(-1).argmax())]
+
+    @property
+    def scores(self) -> Tensor:
+        """``n`` scores to maximize with ``-inf`` for failed trials."""
+        return self.y.squeeze(-1).masked_fill(self.failed, -torch.inf)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A strategy's answer.
+
+    Attributes:
+        candidate: ``d`` encoded configuration to evaluate next.
+        kind: The trial kind recorded for it (e.g. ``"bo"``).
+    """
+
+    candidate: Tensor
+    kind: str
+
+
+class Strategy(ABC):
+    """Turns the observations of a run into the next configuration to evaluate.
+
+    Subclasses set :attr:`name` (the name ``TreeOptimizer(model=...)`` takes)
+    and :attr:`options_type` (a frozen dataclass; its defaults are the
+    strategy's defaults), and implement :meth:`propose`.
+
+    Args:
+        options: An instance of :attr:`options_type` (default: its defaults).
+        device: Device of the models (default CPU).
+        dtype: Floating point type of the models (default float64).
+    """
+
+    name: ClassVar[str]
+    options_type: ClassVar[type]
+
+    def __init__(
+        self,
+        options: Any | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
+        if options is None:
+            options = self.options_type()
+        if not isinstance(options, self.options_type):
+            raise TypeError(
+                f"options of the {self.name!r} model must be "
+                f"{self.options_type.__name__}, got {type(options).__name__}."
+            )
+        self.options = options
+        self.device = torch.device("cpu") if device is None else torch.device(device)
+        self.dtype = dtype
+
+    @abstractmethod
+    def propose(self, observations: Observations) -> Proposal:
+        """The next configuration, from at least one successful observation.
+
+        Raise :class:`botorch.exceptions.ModelFittingError` when no model can
+        be fitted; the loop then proposes a random configuration.
+        """
+
+    def options_dict(self) -> dict[str, Any]:
+        """The options as plain data (written into checkpoints)."""
+        return asdict(self.options) if is_dataclass(self.options) else {}
+
+    def state_dict(self) -> dict[str, Any]:
+        """JSON-serializable state that later proposals depend on."""
+        return {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        del state  # stateless by default
+
+
+STRATEGIES: dict[str, type[Strategy]] = {}
+
+
+def register_strategy(cls: type[Strategy]) -> type[Strategy]:
+    """Class decorator: make ``cls`` available as ``model=cls.name``."""
+    if not (isinstance(cls, type) and issubclass(cls, Strategy)):
+        raise TypeError("register_strategy takes a Strategy subclass.")
+    STRATEGIES[cls.name] = cls
+    return cls
+
+
+def make_strategy(
+    model: str,
+    options: Any | None = None,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype = torch.float64,
+) -> Strategy:
+    """The registered strategy ``model`` with ``options``.
+
+    Raises:
+        ValueError: If no strategy of that name is registered.
+        TypeError: If ``options`` is not of the strategy's options type.
+    """
+    if model not in STRATEGIES:
+        raise ValueError(f"model must be one of {sorted(STRATEGIES)}, got {model!r}.")
+    return STRATEGIES[model](options, device=device, dtype=dtype)

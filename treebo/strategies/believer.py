@@ -1,0 +1,53 @@
+r"""Pending evaluations believed at the model's prediction (the kriging believer).
+
+With parallel or asynchronous workers, configurations are asked for before
+earlier ones are told. Each pending configuration :math:`x_p` is added to the
+data with the posterior mean :math:`\mu(x_p)` of the model fitted to the
+finished evaluations as its value, and the model is rebuilt on that data with
+the same hyper-parameters (no refit). Its variance at the pending points drops
+to the noise floor, so the acquisition turns elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from treebo.models.add_tree_gp import AddTreeGP
+from treebo.strategies.fitting import raw_hyperparameters
+
+
+def believe_pending(
+    model: AddTreeGP,
+    X: Tensor,
+    y: Tensor,
+    X_pending: Tensor,
+    rebuild: Callable[[Tensor, Tensor, float], AddTreeGP],
+) -> tuple[AddTreeGP, Tensor, Tensor]:
+    """Condition ``model`` on ``X_pending`` at its own posterior mean.
+
+    Args:
+        model: A fitted :class:`AddTreeGP` of ``X``, ``y``, in eval mode.
+        X: ``n x d`` training inputs.
+        y: ``n x 1`` training targets.
+        X_pending: ``p x d`` pending configurations.
+        rebuild: ``rebuild(X, y, noise_floor)`` builds an unfitted model of
+            the same family (its hyper-parameters are then copied over).
+
+    Returns:
+        The model of the augmented data in eval mode, and that data
+        (``(n + p) x d``, ``(n + p) x 1``).
+
+    Example:
+        >>> believer, X_aug, y_aug = believe_pending(model, X, y, Xp, build)
+    """
+    with torch.no_grad():
+        mean, _ = model.posterior_mean_variance(X_pending.to(X))
+    X_aug = torch.cat([X, X_pending.to(X)])
+    y_aug = torch.cat([y, mean.reshape(-1, 1)])
+    floor = model.likelihood.noise_covar.raw_noise_constraint.lower_bound
+    believer = rebuild(X_aug, y_aug, float(floor))
+    believer.load_state_dict(raw_hyperparameters(model), strict=False)
+    return believer.eval(), X_aug, y_aug

@@ -1,0 +1,176 @@
+"""Typed settings of the Add-Tree strategies.
+
+Each strategy has one frozen options object whose defaults are the settings
+that measured best for it (``benchmarks/RESULTS.md``); two strategies that
+differ in a default say so in their own types (:class:`AddTreeOptions` and
+:class:`AddTreeUCBOptions`), never through a value that depends on another.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.models.fit import validate_fit_criterion
+from treebo.optim.local_refinement import validate_local_acquisition
+from treebo.optim.tree_optimize import PATH_SELECTIONS
+
+LOCAL_MEANS = ("constant", "auto")
+
+
+def _check_positive(value: float, name: str) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not (math.isfinite(value) and value > 0)
+    ):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}.")
+
+
+def _check_count(value: int, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+
+
+@dataclass(frozen=True)
+class LocalStepOptions:
+    r"""Local refinement of the incumbent (see
+    :func:`~treebo.optim.local_refinement_candidate`).
+
+    When the global proposal lies on the incumbent's path within ``radius`` of
+    it, the strategy proposes from a GP of the incumbent's neighbourhood
+    instead, with outcomes standardized over that neighbourhood: it resolves
+    differences far below the global model's noise floor.
+
+    Attributes:
+        radius: ``bounds``-normalized :math:`\ell_\infty` radius that triggers
+            a local step, and the largest half-width of its box.
+        noise_floor: Lower bound on the local model's noise variance
+            (standardized over the neighbourhood).
+        acquisitions: Acquisitions of successive local steps, cycled:
+            ``"ucb"`` (:math:`\mu + \sqrt{\beta}\sigma`, a step to the local
+            model's optimum) and ``"log_ei"`` (which explores the box).
+        beta: The local UCB weight :math:`\beta`.
+        mean: The local model's prior mean: ``"auto"`` fits the residuals of
+            the global model's posterior mean while the neighbourhood's values
+            spread more than the global model's noise, ``"constant"`` never.
+        patience: If positive, a local step also follows this many global
+            proposals in a row that did not improve the incumbent.
+    """
+
+    radius: float = 0.05
+    noise_floor: float = 1e-8
+    acquisitions: tuple[str, ...] = ("ucb", "log_ei")
+    beta: float = 0.1
+    mean: Literal["constant", "auto"] = "auto"
+    patience: int = 0
+
+    def __post_init__(self) -> None:
+        _check_positive(self.radius, "radius")
+        _check_positive(self.noise_floor, "noise_floor")
+        if isinstance(self.acquisitions, str):
+            object.__setattr__(self, "acquisitions", (self.acquisitions,))
+        if not self.acquisitions:
+            raise ValueError("acquisitions must name at least one acquisition.")
+        object.__setattr__(self, "acquisitions", tuple(self.acquisitions))
+        for name in self.acquisitions:
+            validate_local_acquisition(name, self.beta, ("acquisitions", "beta"))
+        if self.mean not in LOCAL_MEANS:
+            raise ValueError(f"mean must be one of {LOCAL_MEANS}, got {self.mean!r}.")
+        _check_count(self.patience, "patience", 0)
+
+
+@dataclass(frozen=True)
+class AddTreeOptions:
+    """Settings of the ``"add_tree"`` strategy: LogEI on an ``AddTreeGP``.
+
+    Attributes:
+        kernel: The :class:`~treebo.kernels.AddTreeKernel`'s settings.
+        noise_floor: Lower bound on the noise variance of the standardized
+            outcomes; small values suit deterministic objectives.
+        fit_criterion: ``"mll"`` (marginal likelihood) or ``"loo"``
+            (leave-one-out predictive likelihood).
+        warm_start: Start each fit from the previous hyper-parameters.
+        num_restarts: Optimizer starts per path.
+        raw_samples: Random points scored to choose the starts.
+        local: Local refinement of the incumbent, or ``None`` for none.
+
+    Example:
+        >>> options = AddTreeOptions(noise_floor=1e-4, local=None)
+        >>> TreeOptimizer(space, model="add_tree", options=options)
+    """
+
+    kernel: AddTreeKernelOptions = LOOP_KERNEL_OPTIONS
+    noise_floor: float = 1e-6
+    fit_criterion: Literal["mll", "loo"] = "mll"
+    warm_start: bool = True
+    num_restarts: int = 10
+    raw_samples: int = 512
+    local: LocalStepOptions | None = field(default_factory=LocalStepOptions)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kernel, AddTreeKernelOptions):
+            raise TypeError(
+                "kernel must be AddTreeKernelOptions, got "
+                f"{type(self.kernel).__name__}."
+            )
+        _check_positive(self.noise_floor, "noise_floor")
+        validate_fit_criterion(self.fit_criterion, "fit_criterion")
+        _check_count(self.num_restarts, "num_restarts", 1)
+        _check_count(self.raw_samples, "raw_samples", 1)
+        if self.local is not None and not isinstance(self.local, LocalStepOptions):
+            raise TypeError(
+                "local must be LocalStepOptions or None, got "
+                f"{type(self.local).__name__}."
+            )
+
+
+@dataclass(frozen=True)
+class AddTreeUCBOptions(AddTreeOptions):
+    r"""Settings of the ``"add_tree_ucb"`` strategy: Add-Tree-GP-UCB.
+
+    Algorithm 2 of Ma & Blaschko (2020): per-vertex UCB optima combined along
+    paths. Its defaults differ from :class:`AddTreeOptions`' where that
+    measured better for it: no vertex offsets, a plain local model
+    (``mean="constant"``) that also runs after two failed global proposals,
+    and proposals moved off a resolved basin. The paper's loop is
+    ``path_selection="sum", basin_patience=None, local=LocalStepOptions(
+    mean="constant", patience=0)``.
+
+    Attributes:
+        beta: UCB weight(s); ``None`` gives the paper's
+            :math:`0.2\,d_v \log(2t)`.
+        path_selection: ``"joint"`` (the path whose whole-function UCB is
+            highest) or ``"sum"`` (the paper's sum of per-vertex optima).
+        basin_patience: Local steps in a row without improvement after which
+            the incumbent's basin counts as resolved; a global proposal that
+            falls back into a resolved basin is replaced by the best one on
+            another path (kind ``"away"``). ``None``: never.
+    """
+
+    kernel: AddTreeKernelOptions = AddTreeKernelOptions(
+        vertex_bias="none",
+        share_lengthscales="depth",
+        share_outputscales="depth",
+        shared_component=True,
+    )
+    local: LocalStepOptions | None = field(
+        default_factory=lambda: LocalStepOptions(mean="constant", patience=2)
+    )
+    beta: float | None = None
+    path_selection: Literal["joint", "sum"] = "joint"
+    basin_patience: int | None = 3
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.beta is not None:
+            _check_positive(self.beta, "beta")
+        if self.path_selection not in PATH_SELECTIONS:
+            raise ValueError(
+                f"path_selection must be one of {PATH_SELECTIONS}, "
+                f"got {self.path_selection!r}."
+            )
+        if self.basin_patience is not None:
+            _check_count(self.basin_patience, "basin_patience", 1)
