@@ -80,6 +80,7 @@ import platform
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -92,6 +93,10 @@ from botorch.optim import optimize_acqf_mixed
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from treebo import TreeOptimizer, TreeSpace
+from treebo.kernels.options import AddTreeKernelOptions
+from treebo.loop.design import default_initial_size
+from treebo.loop.design import initial_design as treebo_initial_design
+from treebo.strategies import AddTreeOptions, AddTreeUCBOptions
 
 if __package__:  # imported as benchmarks.bo_benchmark
     from .summarize import parse_seeds
@@ -108,7 +113,7 @@ PROBLEMS = {
 
 def initial_design(space: TreeSpace, seed: int) -> list[dict]:
     """treebo's tree-aware initial design (shared by every method)."""
-    return TreeOptimizer(space, seed=seed)._initial_design
+    return treebo_initial_design(space, default_initial_size(space), seed)
 
 
 def fixed_features_per_path(space: TreeSpace) -> list[dict[int, float]]:
@@ -161,29 +166,34 @@ def botorch_proposal(
     return space.canonicalize(cand.detach())
 
 
-# "treebo_ucb" and "treebo_ucb_joint" pin the paper's loop (no redirects unless
-# a greedy floor asks for them, no local patience), whatever TreeOptimizer's
-# defaults for Add-Tree-GP-UCB; "treebo_ucb_default" takes those defaults.
-# "treebo_logei" pins the LogEI loop of sessions 2-6 (no vertex offsets); the
-# loop's LogEI default since session 7 is "treebo_logei_offsets".
-# Every method measured before session 8 pins the local step of its time
-# (LogEI on a local model with noise floor 1e-6), and every method measured
-# before session 9 the kernel without shared components (modifier "shc"), and
-# every method the local model of sessions 1-11 (a constant prior mean; the
-# LogEI default since session 12 is "lauto").
-_LEI = {
-    "local_acquisition": "log_ei",
+# Every method is a flat dict of settings (``SETTINGS`` names them), turned
+# into a strategy's options by ``treebo_options``. The base methods pin the
+# settings they were first measured with, so that old records stay valid:
+# "treebo_ucb" / "treebo_ucb_joint" the paper's loop (no redirects, no local
+# patience), "treebo_logei" the LogEI loop without vertex offsets, and every
+# base method the first local steps (LogEI only, local noise floor 1e-6, a
+# constant local mean) and no shared components. ``treebo`` is the default
+# loop, ``TreeOptimizer()``; ``DEFAULT_METHOD`` spells it with modifiers.
+_FIRST_LOCAL_STEPS = {
+    "local_acquisition": ("log_ei",),
     "local_noise_floor": 1e-6,
     "shared_component": False,
     "local_mean": "constant",
 }
-_UCB_PAPER_LOOP = {"acquisition": "add_tree_ucb", "local_patience": 0, **_LEI}
+_UCB_PAPER_LOOP = {
+    "model": "add_tree_ucb",
+    "local_patience": 0,
+    "basin_patience": None,
+    **_FIRST_LOCAL_STEPS,
+}
 TREEBO_METHODS = {
+    "treebo": {},
     "treebo_ucb": {**_UCB_PAPER_LOOP, "path_selection": "sum"},
     "treebo_ucb_joint": {**_UCB_PAPER_LOOP, "path_selection": "joint"},
-    "treebo_ucb_default": {"acquisition": "add_tree_ucb", **_LEI},
-    "treebo_logei": {"acquisition": "log_ei", "vertex_bias": "none", **_LEI},
+    "treebo_ucb_default": {"model": "add_tree_ucb", **_FIRST_LOCAL_STEPS},
+    "treebo_logei": {"vertex_bias": "none", **_FIRST_LOCAL_STEPS},
 }
+DEFAULT_METHOD = "treebo_logei_offsets_lucb_lnf8_lalt_shc_lauto"
 TREEBO_MODIFIERS = {
     "global": {"local_refinement": False},
     "loo": {"fit_criterion": "loo"},
@@ -192,64 +202,88 @@ TREEBO_MODIFIERS = {
     "osall": {"share_outputscales": "all"},
     "offsets": {"vertex_bias": "all"},
     "shc": {"shared_component": True},
-    "shrink": {"local_shrink": True},
-    "exploit": {"noise_floor": 1e-3, "local_shrink": True},
-    "mixed": {"noise_floor": (1e-3, 1e-6), "local_shrink": True},
-    "greedy": {"greedy_noise_floor": 1e-3, "local_shrink": True, "local_patience": 3},
-    "greedymix": {
-        "greedy_noise_floor": (1e-3, 1e-6),
-        "local_shrink": True,
-        "local_patience": 2,
-    },
     "lp2": {"local_patience": 2},
     "bp2": {"basin_patience": 2},
     "bp5": {"basin_patience": 5},
-    "nored": {"basin_redirects": 0},
-    "red1": {"basin_redirects": 1},
-    "red3": {"basin_redirects": 3},
-    "redall": {"basin_redirects": 10**6},
-    "bb6": {"basin_budget": 6},
-    "bb10": {"basin_budget": 10},
+    "nored": {"basin_patience": None},
+    "redall": {"basin_patience": 3},
     "lr1": {"local_radius": 0.01},
     "lr2": {"local_radius": 0.02},
     "nf4": {"noise_floor": 1e-4},
     "nf5": {"noise_floor": 1e-5},
-    "lucb": {"local_acquisition": "ucb"},
+    "lucb": {"local_acquisition": ("ucb",)},
     "lnf8": {"local_noise_floor": 1e-8},
     "lalt": {"local_acquisition": ("ucb", "log_ei")},
-    "lres": {"local_mean": "global"},
-    "lsel": {"local_mean": "select"},
     "lauto": {"local_mean": "auto"},
     "matern": {"base_kernel": "matern52"},
-    "alt2": {"local_interval": 2},
-    "alt3": {"local_interval": 3},
     # Parallel workers: ask this many configurations, then tell their values.
     "par2": {"_batch": 2},
     "par3": {"_batch": 3},
     "par4": {"_batch": 4},
 }
+#: Modifiers of experiments whose settings were removed from the loop; their
+#: records stay in ``benchmarks/out`` and their outcome in RESULTS_ARCHIVE.md.
+RETIRED_MODIFIERS = (
+    "shrink exploit mixed greedy greedymix red1 red3 bb6 bb10 alt2 alt3 lres lsel"
+).split()
+
+_KERNEL = set(AddTreeKernelOptions.names())
+_LOCAL = {
+    "local_radius": "radius",
+    "local_noise_floor": "noise_floor",
+    "local_acquisition": "acquisitions",
+    "local_beta": "beta",
+    "local_mean": "mean",
+    "local_patience": "patience",
+}
+
+
+def build_options(settings: dict) -> tuple[str, object]:
+    """``(model, options)`` of a flat settings dict (see ``TREEBO_METHODS``)."""
+    settings = dict(settings)
+    model = settings.pop("model", "add_tree")
+    options_type = AddTreeUCBOptions if model == "add_tree_ucb" else AddTreeOptions
+    base = options_type()
+    kernel = {k: settings.pop(k) for k in list(settings) if k in _KERNEL}
+    local = {_LOCAL[k]: settings.pop(k) for k in list(settings) if k in _LOCAL}
+    refine = settings.pop("local_refinement", True)
+    local_options = (
+        replace(base.local, **local) if refine and base.local is not None else None
+    )
+    options = replace(
+        base,
+        kernel=replace(base.kernel, **kernel),
+        local=local_options,
+        **settings,
+    )
+    return model, options
 
 
 def treebo_options(method: str) -> dict | None:
-    """``TreeOptimizer`` keyword arguments of a treebo method (None for a peer).
+    """``TreeOptimizer`` keyword arguments (``model``, ``options``) of a treebo
+    method, plus ``_batch`` (workers); ``None`` for a peer.
 
     A method is a base name from ``TREEBO_METHODS`` followed by any of the
     ``TREEBO_MODIFIERS`` suffixes, e.g. ``treebo_logei_loo_shared``.
     """
     for base in sorted(TREEBO_METHODS, key=len, reverse=True):
         if method == base or method.startswith(base + "_"):
-            options = dict(TREEBO_METHODS[base])
+            settings = dict(TREEBO_METHODS[base])
             rest = method[len(base) :].split("_")[1:]
-            if rest and rest[0] == "joint":  # "treebo_ucb_joint" vs modifiers
-                continue
+            if rest and rest[0] in ("joint", "default", "logei", "ucb"):
+                continue  # a longer base name
             for name in rest:
+                if name in RETIRED_MODIFIERS:
+                    raise ValueError(
+                        f"modifier {name!r} of method {method!r} was retired with "
+                        "its setting (see benchmarks/RESULTS_ARCHIVE.md)."
+                    )
                 if name not in TREEBO_MODIFIERS:
                     raise ValueError(f"unknown modifier {name!r} in method {method!r}")
-                options.update(TREEBO_MODIFIERS[name])
-            if base in ("treebo_ucb", "treebo_ucb_joint"):
-                greedy = options.get("greedy_noise_floor") is not None
-                options.setdefault("basin_redirects", None if greedy else 0)
-            return options
+                settings.update(TREEBO_MODIFIERS[name])
+            batch = settings.pop("_batch", 1)
+            model, options = build_options(settings)
+            return {"model": model, "options": options, "_batch": batch}
     return None
 
 
@@ -321,7 +355,7 @@ def run(
     proposal_seconds: list[float] = []
     options = treebo_options(method)
     if options is not None:
-        batch = options.pop("_batch", 1)
+        batch = options.pop("_batch")
         opt = TreeOptimizer(space, seed=seed, **options)
         while len(values) < budget:
             asked = []

@@ -31,21 +31,18 @@ except ImportError as err:  # pragma: no cover - exercised without ax installed
         "treebo.integrations.ax needs Ax: pip install 'treebo[ax]'."
     ) from err
 
+from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.space import Choice, Real, TreeSpace, Vertex
 
 _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
 
-#: The ``AddTreeGP`` settings of :class:`~treebo.TreeOptimizer`'s default (LogEI)
-#: loop, and the default ``model_options`` of :func:`add_tree_generation_strategy`:
-#: inside Ax they found the optimal branch more often than ``AddTreeGP``'s own
-#: defaults (``benchmarks/ax_settings.py``). With ``noise_floor=1e-6`` the
-#: strategy's model is the loop's.
-LOOP_MODEL_OPTIONS: dict[str, Any] = {
-    "share_lengthscales": "depth",
-    "share_outputscales": "depth",
-    "vertex_bias": "all",
-    "shared_component": True,
-}
+#: The kernel options of treebo's loop
+#: (:data:`~treebo.kernels.options.LOOP_KERNEL_OPTIONS`) as ``AddTreeGP``
+#: keyword arguments: the default ``model_options`` of
+#: :func:`add_tree_generation_strategy`. Inside Ax they found the optimal branch
+#: more often than ``AddTreeGP``'s own defaults (``benchmarks/ax_settings.py``).
+#: With ``noise_floor=1e-6`` the strategy's model is the loop's.
+LOOP_MODEL_OPTIONS: dict[str, Any] = LOOP_KERNEL_OPTIONS.as_kwargs()
 
 
 def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
@@ -161,7 +158,7 @@ def ax_search_space(space: TreeSpace) -> SearchSpace:
 
 def add_tree_generation_strategy(
     num_initial_trials: int = 5,
-    model_options: dict[str, Any] | None = None,
+    model_options: AddTreeKernelOptions | dict[str, Any] | None = None,
     seed: int | None = None,
     noise_floor: float | None = None,
 ) -> Any:
@@ -173,10 +170,12 @@ def add_tree_generation_strategy(
 
     Args:
         num_initial_trials: Quasi-random trials before the model takes over.
-        model_options: ``AddTreeGP`` arguments. Default:
-            :data:`LOOP_MODEL_OPTIONS` (lengthscales and output scales shared
-            by depth, an offset per vertex, shared components); ``{}`` gives
-            ``AddTreeGP``'s defaults, Definition 4 of the Add-Tree paper.
+        model_options: The kernel's settings, as
+            :class:`~treebo.kernels.AddTreeKernelOptions` or a dict of its
+            fields. Default: the loop's (:data:`LOOP_MODEL_OPTIONS`:
+            lengthscales and output scales shared by depth, an offset per
+            vertex, shared components); ``{}`` gives Definition 4 of the
+            Add-Tree paper.
         seed: Seed of the Sobol trials (default: unseeded).
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes (see :func:`~treebo.models.noise_floor_likelihood`; e.g.
@@ -200,6 +199,12 @@ def add_tree_generation_strategy(
 
     if num_initial_trials < 1:
         raise ValueError(f"num_initial_trials must be >= 1, got {num_initial_trials}.")
+    if model_options is None:
+        kernel_options = LOOP_KERNEL_OPTIONS
+    elif isinstance(model_options, AddTreeKernelOptions):
+        kernel_options = model_options
+    else:
+        kernel_options = AddTreeKernelOptions(**model_options)
     likelihood: dict[str, Any] = {}
     if noise_floor is not None:
         likelihood = {
@@ -208,9 +213,7 @@ def add_tree_generation_strategy(
         }
     config = ModelConfig(
         botorch_model_class=AddTreeGP,
-        model_options=dict(
-            LOOP_MODEL_OPTIONS if model_options is None else model_options
-        ),
+        model_options=kernel_options.as_kwargs(),
         **likelihood,
     )
     surrogate = SurrogateSpec(model_configs=[config])

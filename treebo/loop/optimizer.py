@@ -44,8 +44,9 @@ from treebo.space import TreeSpace
 from treebo.strategies.base import Observations, Strategy, make_strategy
 
 #: A told configuration matches a pending one if its encoding differs by at
-#: most this fraction of each column's range (float round-off in user code).
-PENDING_MATCH_TOL = 1e-9
+#: most this fraction of each column's range (round-off in user code, e.g. a
+#: float32 round trip).
+PENDING_MATCH_TOL = 1e-6
 
 
 class TreeOptimizer:

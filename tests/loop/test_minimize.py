@@ -1,0 +1,173 @@
+"""minimize(): failures, parallel workers, executors, arguments."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import multiprocessing
+import threading
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+
+import pytest
+
+from treebo import minimize
+from treebo.test_functions import Jenatton, jenatton_space
+
+
+class Killed(KeyboardInterrupt):
+    """Stands in for the process being killed."""
+
+
+def test_failures_are_recorded_and_the_loop_goes_on():
+    problem = Jenatton()
+    calls = {"n": 0}
+
+    def flaky(params):
+        calls["n"] += 1
+        if calls["n"] % 3 == 0:
+            raise RuntimeError("simulator crashed")
+        if calls["n"] % 4 == 0:
+            return float("nan")
+        return problem.objective(params)
+
+    result = minimize(flaky, problem.space, budget=12, seed=1, n_initial=5)
+    statuses = [t.status for t in result.history]
+    assert statuses.count("failed") == sum(
+        1 for i in range(1, 13) if i % 3 == 0 or i % 4 == 0
+    )
+    failed = [t for t in result.history if t.status == "failed"]
+    assert any("simulator crashed" in t.error for t in failed)
+    assert any("nan" in t.error for t in failed)
+    assert all(t.value is None for t in failed)
+    ok = [t.value for t in result.history if t.status == "ok"]
+    assert result.best_value == min(ok)
+
+
+class InlineExecutor(Executor):
+    """Runs each submission at once in the calling thread; counts them."""
+
+    def __init__(self):
+        self.submitted = 0
+        self.closed = False
+
+    def submit(self, fn, /, *args, **kwargs):
+        if self.closed:
+            raise RuntimeError("shut down")
+        self.submitted += 1
+        future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as err:
+            future.set_exception(err)
+        return future
+
+    def shutdown(self, wait=True, *, cancel_futures=False):
+        self.closed = True
+
+
+def test_minimize_runs_workers_at_once_and_records_their_failures():
+    problem = Jenatton()
+    barrier = threading.Barrier(3, timeout=30)
+    lock = threading.Lock()
+    state = {"calls": 0, "running": 0, "most": 0}
+
+    def objective(params):
+        with lock:
+            state["calls"] += 1
+            call = state["calls"]
+            state["running"] += 1
+            state["most"] = max(state["most"], state["running"])
+        try:
+            if call <= 3:
+                barrier.wait()  # breaks unless three evaluations run at once
+            if call in (4, 6):
+                raise RuntimeError("worker crashed")
+            return problem.objective(params)
+        finally:
+            with lock:
+                state["running"] -= 1
+
+    result = minimize(
+        objective, problem.space, budget=9, seed=0, n_initial=5, n_workers=3
+    )
+    assert state["calls"] == 9 and len(result.history) == 9
+    assert state["most"] == 3
+    failed = [t for t in result.history if t.status == "failed"]
+    assert len(failed) == 2 and all("worker crashed" in t.error for t in failed)
+    assert [t.index for t in result.history] == list(range(9))
+    configs = [tuple(sorted(t.params.items())) for t in result.history]
+    assert len(set(configs)) == 9
+
+
+def test_minimize_with_a_given_executor_resumes_after_a_kill(tmp_path, monkeypatch):
+    problem = Jenatton()
+    path = tmp_path / "run.json"
+    executor = InlineExecutor()
+    seen = []
+
+    def objective(params):
+        seen.append(params)
+        return problem.objective(params)
+
+    waits = []
+
+    def wait_then_die(futures, return_when):
+        # Ctrl-C in the third wait: two more evaluations have finished by then.
+        waits.append(len(futures))
+        if len(waits) == 3:
+            raise Killed
+        return concurrent.futures.wait(futures, return_when=return_when)
+
+    run = {"budget": 8, "seed": 2, "n_initial": 5, "checkpoint": path}
+    run.update(n_workers=2, executor=executor)
+    monkeypatch.setattr("treebo.loop.run.wait", wait_then_die)
+    with pytest.raises(Killed):
+        minimize(objective, problem.space, **run)
+    # The evaluations that finished before the kill are all kept, and the
+    # user's executor stays open.
+    assert waits == [2, 2, 2] and executor.submitted == 6 and not executor.closed
+    saved = [t["params"] for t in json.loads(path.read_text())["history"]]
+    # (Results that finish together are told in no fixed order.)
+    assert len(seen) == 6 and sorted(map(repr, saved)) == sorted(map(repr, seen))
+    monkeypatch.undo()
+    result = minimize(problem.objective, problem.space, **run)
+    assert [t.params for t in result.history[:6]] == saved
+    assert len(result.history) == 8 and executor.submitted == 8
+
+
+def _sphere(params):  # module level: a process pool pickles it
+    return sum(v * v for v in params.values() if isinstance(v, float))
+
+
+def test_minimize_in_a_process_pool():
+    space = jenatton_space()
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(2, mp_context=context) as pool:
+        result = minimize(
+            _sphere, space, budget=7, seed=0, n_initial=5, n_workers=2, executor=pool
+        )
+    assert [t.status for t in result.history] == ["ok"] * 7
+    assert all(t.value == _sphere(t.params) for t in result.history)
+
+
+def test_an_objective_a_process_pool_cannot_pickle_is_refused():
+    with ProcessPoolExecutor(1) as pool:
+        with pytest.raises(TypeError, match="objective must be picklable"):
+            minimize(lambda p: 0.0, jenatton_space(), budget=3, executor=pool)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"n_workers": 0}, "n_workers must be a positive integer"),
+        ({"n_workers": True}, "n_workers must be a positive integer"),
+        ({"n_workers": 2.0}, "n_workers must be a positive integer"),
+        ({"executor": "pool"}, "executor must be a concurrent.futures.Executor"),
+        ({"budget": 0}, "budget"),
+    ],
+)
+def test_bad_minimize_arguments(kwargs, error):
+    with pytest.raises((TypeError, ValueError), match=error):
+        minimize(lambda p: 0.0, jenatton_space(), **{"budget": 3, **kwargs})
+    with pytest.raises(TypeError, match="callable"):
+        minimize(3, jenatton_space(), budget=2)

@@ -1,0 +1,171 @@
+"""TreeOptimizer: ask/tell, pending configurations, failures, resume, arguments."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from botorch.exceptions import ModelFittingError
+
+from treebo import TreeOptimizer
+from treebo.strategies import AddTreeOptions, AddTreeStrategy, LocalStepOptions
+from treebo.test_functions import GeneralizedJenatton, Jenatton, jenatton_space
+
+FAST = AddTreeOptions(num_restarts=4, raw_samples=64)
+
+
+def run(opt: TreeOptimizer, objective, n: int) -> None:
+    for _ in range(n):
+        params = opt.ask()
+        opt.tell(params, objective(params))
+
+
+def test_ask_tell_with_dicts_and_kinds():
+    problem = Jenatton()
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=3, options=FAST)
+    run(opt, problem.objective, 4)
+    assert [t.kind for t in opt.history] == ["initial"] * 3 + ["bo"]
+    assert opt.best_trial.value == min(t.value for t in opt.history)
+    assert opt.history[-1].proposal_seconds > 0.0
+    # The history's encoding is the space's encoding of the told dicts.
+    expected = problem.space.to_tensor([t.params for t in opt.history])
+    assert torch.equal(opt.history.X, expected)
+
+
+def test_same_seed_same_run_and_maximize_mirrors_minimize():
+    problem = Jenatton()
+    a = TreeOptimizer(problem.space, seed=5, n_initial=5, options=FAST)
+    b = TreeOptimizer(problem.space, seed=5, n_initial=5, options=FAST)
+    neg = TreeOptimizer(
+        problem.space, seed=5, n_initial=5, options=FAST, maximize=True
+    )
+    run(a, problem.objective, 7)
+    run(b, problem.objective, 7)
+    run(neg, lambda p: -problem.objective(p), 7)
+    assert [t.params for t in a.history] == [t.params for t in b.history]
+    # Maximizing -f is minimizing f: the same proposals.
+    assert [t.params for t in neg.history] == [t.params for t in a.history]
+    assert neg.best_trial.value == -a.best_trial.value
+
+
+def test_add_tree_ucb_with_maximize_mirrors_minimize():
+    problem = Jenatton()
+    kwargs = {"model": "add_tree_ucb", "seed": 1, "n_initial": 5}
+    low = TreeOptimizer(problem.space, **kwargs)
+    high = TreeOptimizer(problem.space, maximize=True, **kwargs)
+    run(low, problem.objective, 8)
+    run(high, lambda p: -problem.objective(p), 8)
+    assert [t.params for t in high.history] == [t.params for t in low.history]
+    assert {t.kind for t in low.history[5:]} <= {"bo", "local", "away"}
+
+
+def test_a_model_that_cannot_be_fitted_falls_back_to_random(monkeypatch):
+    space = jenatton_space()
+    opt = TreeOptimizer(space, seed=0, n_initial=2)
+
+    def broken(observations):
+        raise ModelFittingError("singular")
+
+    monkeypatch.setattr(opt.strategy, "fit", broken)
+    run(opt, lambda p: 1.0, 2)
+    with pytest.warns(RuntimeWarning, match="model fitting failed"):
+        params = opt.ask()
+    space.validate(params)
+    opt.tell(params, 1.0)
+    assert [t.kind for t in opt.history] == ["initial", "initial", "random"]
+
+
+def test_only_failures_keep_the_loop_sampling_at_random():
+    space = jenatton_space()
+    opt = TreeOptimizer(space, seed=0, n_initial=2)
+    run(opt, lambda p: math.nan, 4)
+    assert [t.status for t in opt.history] == ["failed"] * 4
+    assert [t.kind for t in opt.history] == ["initial"] * 4
+    assert opt.best_trial is None and opt.result().best_params is None
+
+
+def test_tell_with_round_off_answers_the_pending_configuration():
+    problem = Jenatton()
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, options=FAST)
+    run(opt, problem.objective, 5)
+    asked = opt.ask()
+    assert opt.history.kinds[-1] == "initial" and len(opt.pending) == 1
+    # The user's code returns the values a little off (float32 round trip).
+    told = {
+        k: float(torch.tensor(v, dtype=torch.float32)) if isinstance(v, float) else v
+        for k, v in asked.items()
+    }
+    assert told != asked
+    trial = opt.tell(told, problem.objective(told))
+    assert trial.kind == "bo" and trial.proposal_seconds > 0
+    assert opt.pending == [] and trial.params == told
+    # A configuration that is really different is the user's own.
+    other = problem.space.to_dicts(problem.space.sample(1, seed=9))[0]
+    assert opt.tell(other, 1.0).kind == "user"
+
+
+@pytest.mark.parametrize("model", ["add_tree", "add_tree_ucb"])
+def test_pending_configurations_are_not_proposed_again(model):
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=0, model=model)
+    run(opt, problem.objective, opt.n_initial + 3)
+    batch = [opt.ask() for _ in range(3)]
+    X = problem.space.to_tensor(batch)
+    width = problem.space.bounds[1] - problem.space.bounds[0]
+    gaps = ((X[:, None] - X[None]).abs() / width).amax(-1)
+    assert (gaps + torch.eye(3) * 1e9 > 1e-4).all()
+    assert len(opt.pending) == 3
+    for params in batch:
+        opt.tell(params, problem.objective(params))
+    assert opt.pending == []
+
+
+@pytest.mark.parametrize("model", ["add_tree", "add_tree_ucb"])
+def test_a_resumed_run_proposes_what_the_uninterrupted_run_did(tmp_path, model):
+    problem = Jenatton("paper")
+    kwargs = {"model": model, "seed": 2, "n_initial": 5}
+    whole = TreeOptimizer(problem.space, **kwargs)
+    run(whole, problem.objective, 10)
+    path = tmp_path / "run.json"
+    first = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
+    run(first, problem.objective, 7)
+    del first  # killed after 7 evaluations
+    resumed = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
+    assert len(resumed.history) == 7
+    run(resumed, problem.objective, 3)
+    assert [t.params for t in resumed.history] == [t.params for t in whole.history]
+    assert [t.kind for t in resumed.history] == [t.kind for t in whole.history]
+
+
+def test_a_tree_of_31_vertices():
+    problem = GeneralizedJenatton(depth=5, balanced=True)
+    space = problem.space
+    assert space.tree.num_vertices == 31 and space.num_paths == 16
+    opt = TreeOptimizer(space, seed=0, n_initial=6, options=FAST)
+    run(opt, problem.objective, 9)
+    assert [t.kind for t in opt.history[6:]] == ["bo"] * 3
+    for trial in opt.history:
+        space.validate(trial.params)
+    # Every configuration activates exactly one root-to-leaf path.
+    active = space.tree.vertex_activity(opt.history.X)
+    on_path = active.double() @ space.tree.path_vertex_mask.double().T
+    assert (on_path.amax(-1) == active.sum(-1)).all()
+
+
+def test_bad_optimizer_arguments():
+    space = jenatton_space()
+    with pytest.raises(TypeError, match="TreeSpace"):
+        TreeOptimizer({"x": 1})
+    with pytest.raises(ValueError, match="model must be one of"):
+        TreeOptimizer(space, model="gp")
+    with pytest.raises(TypeError, match="model must be a name or a Strategy"):
+        TreeOptimizer(space, model=3)
+    with pytest.raises(TypeError, match="options of the 'add_tree' model"):
+        TreeOptimizer(space, options=LocalStepOptions())
+    with pytest.raises(ValueError, match="options go with a model name"):
+        TreeOptimizer(space, model=AddTreeStrategy(), options=AddTreeOptions())
+    with pytest.raises(ValueError, match="n_initial"):
+        TreeOptimizer(space, n_initial=0)
+    with pytest.raises(ValueError, match="seed"):
+        TreeOptimizer(space, seed=1.5)
