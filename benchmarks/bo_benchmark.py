@@ -14,61 +14,42 @@ Usage::
 
 Methods:
     random        uniform per choice, then uniform values
-    treebo_ucb    AddTreeGP + Add-Tree-GP-UCB (Algorithm 2, per-vertex optima)
-                  in the paper's loop (no redirects, no ``local_patience``)
+    treebo        treebo's default loop, ``TreeOptimizer()`` (LogEI on
+                  ``AddTreeGP`` with local refinement); the same settings are
+                  spelled ``DEFAULT_METHOD`` (the base method plus modifiers)
+    treebo_ucb    Add-Tree-GP-UCB in the paper's loop (Algorithm 2, path by
+                  the sum of per-vertex optima, no redirects, no local patience)
     treebo_ucb_joint  the same, choosing the path by the whole-function UCB
-    treebo_ucb_default  Add-Tree-GP-UCB with ``TreeOptimizer``'s defaults for it
-                  (``"joint"``, unlimited redirects, ``local_patience=2``)
-    treebo_logei  AddTreeGP + LogEI over all paths in one batch, without vertex
-                  offsets (the default loop of sessions 2-6; today's default
-                  is ``treebo_logei_offsets_lucb_lnf8_lalt_shc_lauto``)
-                  The four methods above pin the local steps measured before
-                  session 8 (LogEI only, local noise floor 1e-6).
-    *_global      any treebo method above without local refinement of the
-                  incumbent (``TreeOptimizer(local_refinement=False)``)
-    *_loo         ... with hyper-parameters fitted by leave-one-out likelihood
-                  (``fit_criterion="loo"``)
-    *_shared      ... with lengthscales and output scales shared by all vertices;
-                  ``*_lsall``/``*_osall`` share only the lengthscales / only
-                  the output scales (the other stays shared by depth)
-    *_offsets     ... with a learned constant per vertex (``vertex_bias="all"``;
-                  the LogEI default of ``TreeOptimizer`` since session 7)
-    *_shrink      ... with the local box halved per failed local step
-                  (``local_shrink=True``)
-    *_exploit     ... with a global noise floor of 1e-3 (the local model keeps
-                  1e-6) and ``local_shrink=True``
-    *_mixed       ... with global noise floors 1e-3 and 1e-6 alternating, and
-                  ``local_shrink=True``
-    *_greedy      ... with ``greedy_noise_floor=1e-3`` (until the incumbent's
-                  basin is resolved), ``local_shrink`` and ``local_patience=3``;
-                  ``*_greedy_lp2`` uses ``local_patience=2`` (the session-5
-                  setting), ``*_greedymix`` greedy floors (1e-3, 1e-6);
-                  ``*_bp2``/``*_bp5`` set ``basin_patience``,
-                  ``*_bb6``/``*_bb10`` ``basin_budget``, and ``*_nored``/
-                  ``*_red1``/``*_red3``/``*_redall`` ``basin_redirects`` (0, 1, 3,
-                  no limit; without ``_greedy`` they add redirects to the
-                  default floor)
-    *_nf4, *_nf5  ... with a global noise floor of 1e-4 / 1e-5
-    *_lr1, *_lr2  ... with ``local_radius`` 0.01 / 0.02
-    *_lucb        ... with UCB local steps (``local_acquisition="ucb"``)
-    *_lnf8        ... with a local noise floor of 1e-8
-    *_lalt        ... with UCB and LogEI local steps alternating (the default
-                  since session 8, with ``*_lnf8``)
-    *_lres        ... with the local model fitted to the global model's
-                  residuals (``local_mean="global"``); ``*_lsel`` chooses
-                  between that and a constant mean by marginal likelihood
-                  at every local step (``local_mean="select"``), ``*_lauto``
-                  uses the residuals while the neighbourhood's values spread
-                  more than the global noise sd (``local_mean="auto"``)
-    *_alt2, *_alt3  ... with every 2nd / 3rd proposal a local step
-                  (``local_interval``); suffixes combine: ``treebo_logei_loo_alt3``
-    *_par2, *_par3, *_par4  ... as 2 / 3 / 4 parallel workers: that many
+    treebo_ucb_default  ``TreeOptimizer(model="add_tree_ucb")``'s loop
+    treebo_logei  LogEI without vertex offsets
+                  The four base methods above keep the first local steps
+                  (LogEI only, local noise floor 1e-6, a constant local mean)
+                  and no shared components; modifiers change that.
+    Modifiers (suffixes, combined in any order: ``treebo_logei_loo_shared``):
+    *_global      no local refinement (``AddTreeOptions(local=None)``)
+    *_loo         leave-one-out fit (``fit_criterion="loo"``)
+    *_shared, *_lsall, *_osall  lengthscales and/or output scales shared by
+                  all vertices
+    *_offsets     a learned constant per vertex (``vertex_bias="all"``)
+    *_shc         shared components per depth
+    *_matern      Matern-5/2 per-vertex kernels
+    *_nf4, *_nf5  global noise floor 1e-4 / 1e-5
+    *_lr1, *_lr2  local radius 0.01 / 0.02
+    *_lucb, *_lalt  UCB local steps / UCB and LogEI alternating
+    *_lnf8        local noise floor 1e-8
+    *_lauto       local model on the global model's residuals (``mean="auto"``)
+    *_lp2         a local step after two failed global proposals
+    *_bp2, *_bp5, *_nored, *_redall  Add-Tree-GP-UCB's ``basin_patience``
+                  (2, 5, none, 3)
+    *_par2, *_par3, *_par4  as 2 / 3 / 4 parallel workers: that many
                   configurations asked for before their values are told
-                  (pending ones are believed at the model's mean)
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
     flat_logei    BoTorch SingleTaskGP on the flattened space + LogEI,
                   optimize_acqf_mixed
     optuna_tpe    Optuna TPESampler(multivariate=True, group=True), define-by-run
+
+Modifiers of settings that were removed from the loop (``RETIRED_MODIFIERS``)
+are refused; their records stay readable by ``summarize.py``.
 """
 
 from __future__ import annotations

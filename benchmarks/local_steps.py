@@ -31,16 +31,23 @@ from treebo import TreeOptimizer
 from treebo.optim.local_refinement import local_refinement_candidate
 
 if __package__:
-    from .bo_benchmark import PROBLEMS
+    from .bo_benchmark import PROBLEMS, treebo_options
 else:  # run as a script
-    from bo_benchmark import PROBLEMS
+    from bo_benchmark import PROBLEMS, treebo_options
 
-SESSION_7_LOOP = {"local_acquisition": "log_ei", "local_noise_floor": 1e-6}
+#: The loop whose histories the local steps start from: LogEI-only local steps
+#: with a local noise floor of 1e-6, no shared components, a constant mean.
+HISTORY_LOOP = treebo_options("treebo_logei_offsets")
 
 
 def history(problem, seed: int, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Encoded inputs and targets of ``n`` evaluations of the session-7 loop."""
-    opt = TreeOptimizer(problem.space, seed=seed, **SESSION_7_LOOP)
+    """Encoded inputs and targets of ``n`` evaluations of ``HISTORY_LOOP``."""
+    opt = TreeOptimizer(
+        problem.space,
+        seed=seed,
+        model=HISTORY_LOOP["model"],
+        options=HISTORY_LOOP["options"],
+    )
     for _ in range(n):
         params = opt.ask()
         opt.tell(params, problem.objective(params))

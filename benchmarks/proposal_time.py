@@ -19,12 +19,14 @@ import argparse
 import platform
 import statistics
 import time
+from dataclasses import replace
 
 import torch
 
 from benchmarks.bo_benchmark import botorch_proposal
 from treebo import TreeOptimizer
 from treebo.optim import local_refinement_candidate
+from treebo.strategies import AddTreeOptions
 from treebo.test_functions import Jenatton
 
 
@@ -43,13 +45,16 @@ def main() -> None:
     times: dict[str, list[float]] = {}
     # The loop's defaults, and LogEI without the shared components (the
     # kernel of sessions 1-8) for their cost.
+    plain = AddTreeOptions()
     variants = {
-        "log_ei": {"acquisition": "log_ei"},
+        "log_ei": {"model": "add_tree"},
         "log_ei, no shared components": {
-            "acquisition": "log_ei",
-            "shared_component": False,
+            "model": "add_tree",
+            "options": replace(
+                plain, kernel=replace(plain.kernel, shared_component=False)
+            ),
         },
-        "add_tree_ucb": {"acquisition": "add_tree_ucb"},
+        "add_tree_ucb": {"model": "add_tree_ucb"},
     }
     for label, options in variants.items():
         for _ in range(args.repeats):
@@ -58,7 +63,7 @@ def main() -> None:
                 opt.tell(c, v)
             for mode in ("cold", "warm"):
                 t0 = time.perf_counter()
-                opt._propose()
+                opt.strategy.propose(opt.observations())
                 times.setdefault(f"treebo {label} ({mode})", []).append(
                     time.perf_counter() - t0
                 )

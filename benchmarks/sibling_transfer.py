@@ -33,12 +33,14 @@ import json
 import math
 import statistics
 import time
+from dataclasses import replace
 
 import torch
 from torch import Tensor
 
 from benchmarks.summarize import parse_seeds
 from treebo import Choice, Real, TreeOptimizer, TreeSpace, Vertex
+from treebo.strategies import AddTreeOptions
 from treebo.test_functions import GeneralizedJenatton
 
 CHECKPOINTS = (10, 15, 20, 25, 30, 50)
@@ -135,7 +137,11 @@ PROBLEMS = {"flipped": FlippedGeneralizedJenatton, "unrelated": UnrelatedLeaves}
 
 
 def run(problem, seed: int, budget: int, shared: bool) -> list[float]:
-    opt = TreeOptimizer(problem.space, seed=seed, shared_component=shared)
+    options = AddTreeOptions()
+    kernel = replace(options.kernel, shared_component=shared)
+    opt = TreeOptimizer(
+        problem.space, seed=seed, options=replace(options, kernel=kernel)
+    )
     values = []
     for _ in range(budget):
         params = opt.ask()

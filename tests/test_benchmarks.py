@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.bo_benchmark import treebo_options
+from benchmarks.bo_benchmark import DEFAULT_METHOD, treebo_options
 from benchmarks.local_steps import parse_variant
 from benchmarks.parallel_workers import slow_objective, table
 from benchmarks.sibling_transfer import FlippedGeneralizedJenatton, UnrelatedLeaves
 from benchmarks.summarize import paired_counts, parse_seeds, sign_test
 from treebo import TreeOptimizer
+from treebo.strategies import AddTreeOptions, AddTreeUCBOptions
 from treebo.test_functions import GeneralizedJenatton, Jenatton
 
 
@@ -49,54 +50,38 @@ def test_parse_seeds():
 
 
 def test_benchmark_methods_pin_the_old_loops_or_take_the_defaults():
-    space = Jenatton("paper").space
-    paper = TreeOptimizer(space, **treebo_options("treebo_ucb"))
-    assert paper.path_selection == "sum" and paper.local_patience == 0
-    assert not paper._redirect_allowed()
-    # A greedy floor keeps its unlimited redirects, as before the pins.
-    greedy = TreeOptimizer(space, **treebo_options("treebo_ucb_greedy_lp2"))
-    assert greedy._redirect_allowed() and greedy.local_patience == 2
-    default = TreeOptimizer(space, **treebo_options("treebo_ucb_default"))
-    assert (default.path_selection, default.local_patience) == ("joint", 2)
-    assert default._redirect_allowed()
-    # "treebo_logei" pins the loop of sessions 2-6; "_offsets" is the default.
-    assert TreeOptimizer(space, **treebo_options("treebo_logei")).vertex_bias == "none"
-    offsets = TreeOptimizer(space, **treebo_options("treebo_logei_offsets"))
-    assert offsets.vertex_bias == TreeOptimizer(space).vertex_bias == "all"
-    # Every method measured before session 8 keeps its LogEI-only local steps
-    # with the 1e-6 local floor; "_lucb_lnf8_lalt" takes today's default.
+    def options(method):
+        return treebo_options(method)["options"]
+
+    paper = treebo_options("treebo_ucb")
+    assert paper["model"] == "add_tree_ucb"
+    assert paper["options"].path_selection == "sum"
+    assert paper["options"].local.patience == 0
+    assert paper["options"].basin_patience is None
+    default = options("treebo_ucb_default")
+    assert (default.path_selection, default.local.patience) == ("joint", 2)
+    assert default.basin_patience == 3
+    assert options("treebo_logei").kernel.vertex_bias == "none"
+    assert options("treebo_logei_offsets").kernel.vertex_bias == "all"
+    # The base methods keep the first local steps and no shared components.
     for method in ("treebo_logei", "treebo_logei_offsets", "treebo_ucb_default"):
-        old = TreeOptimizer(space, **treebo_options(method))
-        assert (old.local_acquisition, old.local_noise_floor) == ("log_ei", 1e-6)
-    # ... and every method measured before session 9 the kernel without
-    # shared components; "_shc" takes today's default.
-    for method in ("treebo_logei", "treebo_ucb_default", "treebo_ucb_joint"):
-        assert not TreeOptimizer(space, **treebo_options(method)).shared_component
-    session8 = "treebo_logei_offsets_lucb_lnf8_lalt"
-    assert not TreeOptimizer(space, **treebo_options(session8)).shared_component
-    # Every method before session 12 keeps the constant-mean local model;
-    # "_lauto" takes today's default.
-    session11 = TreeOptimizer(space, **treebo_options(session8 + "_shc"))
-    assert session11.local_mean == "constant"
-    today = TreeOptimizer(space, **treebo_options(session8 + "_shc_lauto"))
-    plain = TreeOptimizer(space)
-    for name in (
-        "local_mean",
-        "local_acquisition",
-        "local_noise_floor",
-        "local_beta",
-        "shared_component",
-        "vertex_bias",
-        "share_lengthscales",
-        "share_outputscales",
-    ):
-        assert getattr(today, name) == getattr(plain, name)
-    assert plain.shared_component and plain.local_mean == "auto"
-    # Add-Tree-GP-UCB keeps the constant local mean ("auto" is unmeasured there).
-    assert TreeOptimizer(space, acquisition="add_tree_ucb").local_mean == "constant"
+        old = options(method)
+        assert (old.local.acquisitions, old.local.noise_floor) == (("log_ei",), 1e-6)
+        assert not old.kernel.shared_component and old.local.mean == "constant"
+    # The spelled-out default and "treebo" are TreeOptimizer()'s options.
+    assert options(DEFAULT_METHOD) == options("treebo") == AddTreeOptions()
+    assert treebo_options("treebo")["model"] == "add_tree"
+    assert options("treebo_ucb_default_lnf8_lalt_shc") == AddTreeUCBOptions()
+    assert options("treebo_global").local is None
     assert treebo_options("hck_logei") is None
     with pytest.raises(ValueError, match="unknown modifier"):
         treebo_options("treebo_logei_fast")
+    with pytest.raises(ValueError, match="retired"):
+        treebo_options("treebo_logei_greedy")
+    # Every option that the methods build is a valid TreeOptimizer argument.
+    space = Jenatton("paper").space
+    opt = TreeOptimizer(space, model="add_tree_ucb", options=options("treebo_ucb"))
+    assert opt.strategy.options.path_selection == "sum"
 
 
 def test_local_step_variants_parse_or_name_the_problem():
@@ -140,8 +125,8 @@ def test_parallel_worker_modifiers_set_the_batch_and_nothing_else():
     base = treebo_options("treebo_logei_offsets")
     for k in (2, 3, 4):
         options = treebo_options(f"treebo_logei_offsets_par{k}")
-        assert options.pop("_batch") == k
-        assert options == base
+        assert options.pop("_batch") == k and base["_batch"] == 1
+        assert options == {k: v for k, v in base.items() if k != "_batch"}
 
 
 def test_unrelated_leaves_have_their_stated_minima():

@@ -6,5 +6,5 @@ from treebo.demo import main
 def test_demo_prints_treebo_and_random_rows(capsys):
     main(["--budget", "6", "--seed", "1"])
     out = capsys.readouterr().out
-    assert "treebo (log_ei)" in out and "random search" in out
+    assert "treebo (add_tree)" in out and "random search" in out
     assert "log10 regret" in out

@@ -1,7 +1,7 @@
 """Demo: treebo on the Jenatton et al. tree-structured problem vs random search.
 
 Run with ``python -m treebo.demo`` (options: ``--budget``, ``--seed``,
-``--acquisition``).
+``--model``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--acquisition", default="log_ei", choices=["log_ei", "add_tree_ucb"]
+        "--model", default="add_tree", choices=["add_tree", "add_tree_ucb"]
     )
     args = parser.parse_args(argv)
 
@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
         problem.space,
         budget=args.budget,
         seed=args.seed,
-        acquisition=args.acquisition,
+        model=args.model,
         progress=True,
     )
     treebo_seconds = time.perf_counter() - t0
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
 
     rows = [
         (
-            f"treebo ({args.acquisition})",
+            f"treebo ({args.model})",
             result.best_value,
             treebo_seconds,
             result.best_params,

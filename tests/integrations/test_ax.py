@@ -89,9 +89,9 @@ def test_loop_model_options_are_the_tree_optimizer_defaults():
     from treebo import TreeOptimizer
 
     opt = TreeOptimizer(Jenatton().space)
-    assert opt.acquisition == "log_ei"
-    assert {k: getattr(opt, k) for k in LOOP_MODEL_OPTIONS} == LOOP_MODEL_OPTIONS
-    assert opt.noise_floor == 1e-6
+    assert opt.strategy.name == "add_tree"
+    assert opt.strategy.options.kernel.as_kwargs() == LOOP_MODEL_OPTIONS
+    assert opt.strategy.options.noise_floor == 1e-6
 
 
 def test_unsupported_ax_parameters_are_named():

@@ -37,9 +37,7 @@ def test_same_seed_same_run_and_maximize_mirrors_minimize():
     problem = Jenatton()
     a = TreeOptimizer(problem.space, seed=5, n_initial=5, options=FAST)
     b = TreeOptimizer(problem.space, seed=5, n_initial=5, options=FAST)
-    neg = TreeOptimizer(
-        problem.space, seed=5, n_initial=5, options=FAST, maximize=True
-    )
+    neg = TreeOptimizer(problem.space, seed=5, n_initial=5, options=FAST, maximize=True)
     run(a, problem.objective, 7)
     run(b, problem.objective, 7)
     run(neg, lambda p: -problem.objective(p), 7)

@@ -9,9 +9,8 @@ import torch
 from botorch.acquisition import LogExpectedImprovement, UpperConfidenceBound
 from botorch.models import SingleTaskGP
 
-from treebo import TreeOptimizer
 from treebo.optim.local_refinement import (
-    OffsetAcquisition,
+    OffsetModel,
     linf_distance,
     local_refinement_candidate,
     same_path_as,
@@ -142,28 +141,28 @@ def test_ucb_step_refines_where_log_ei_picks_a_box_corner():
         assert float(problem(ucb)) - 0.1 < 0.5 * regret
 
 
-def test_offset_acquisition_is_botorch_s_shifted_by_the_offset():
+def test_offset_model_is_the_residual_model_shifted_by_the_offset():
     gen = torch.Generator().manual_seed(0)
     X = torch.rand(8, 2, generator=gen, dtype=torch.float64)
     model = SingleTaskGP(X, X.sin().sum(-1, keepdim=True)).eval()
     U = torch.rand(5, 1, 2, generator=gen, dtype=torch.float64)
     c = 0.7
-    ucb = OffsetAcquisition(model, lambda Z: torch.full(Z.shape[:-1], c), beta=0.3)
+    shifted = OffsetModel(model, lambda Z: torch.full(Z.shape[:-1], c).to(Z))
+    post, base = shifted.posterior(U), model.posterior(U)
+    torch.testing.assert_close(post.mean, base.mean + c)
+    torch.testing.assert_close(post.variance, base.variance)
+    # BoTorch's acquisitions score it as the shifted model.
     expected = UpperConfidenceBound(model, beta=0.3)(U) + c
-    torch.testing.assert_close(ucb(U), expected)
-    ei = OffsetAcquisition(model, lambda Z: torch.full(Z.shape[:-1], c), "log_ei")
-    ei.best_f.fill_(1.2)
+    torch.testing.assert_close(UpperConfidenceBound(shifted, beta=0.3)(U), expected)
     expected = LogExpectedImprovement(model, best_f=1.2 - c)(U)
-    torch.testing.assert_close(ei(U), expected)
+    torch.testing.assert_close(LogExpectedImprovement(shifted, best_f=1.2)(U), expected)
     # The offset's gradient reaches the inputs: d/dU of (UCB + sum(U)).
-    linear = OffsetAcquisition(model, lambda Z: Z.sum(-1), beta=0.3)
+    linear = OffsetModel(model, lambda Z: Z.sum(-1))
     U1 = U.clone().requires_grad_(True)
     U2 = U.clone().requires_grad_(True)
-    linear(U1).sum().backward()
+    UpperConfidenceBound(linear, beta=0.3)(U1).sum().backward()
     UpperConfidenceBound(model, beta=0.3)(U2).sum().backward()
     torch.testing.assert_close(U1.grad, U2.grad + 1.0)
-    with pytest.raises(ValueError, match="acquisition must be one of"):
-        OffsetAcquisition(model, lambda Z: Z.sum(-1), "ei")
 
 
 @pytest.mark.parametrize("n_points", [8, len(CORNER_HISTORY)])
@@ -186,27 +185,18 @@ def test_residual_step_follows_the_prior_mean(n_points):
     assert calls[0][-1] == space.dim and len(calls) > 2
 
 
-def test_select_mean_keeps_the_prior_mean_only_when_it_explains_the_data():
+def test_a_prior_mean_is_ignored_below_its_resolution():
     problem, space, X, y = corner_data()
 
     def informative(Z):
         return -0.9 * problem(Z)
 
-    def wiggly(Z):  # structure on a scale no local model resolves
-        return 1e-2 * torch.sin(1e4 * Z.sum(-1))
-
     def step(**kwargs):
         return local_refinement_candidate(space, X, y, seed=0, **kwargs)
 
     plain = step()
-    for prior_mean, expected in [(informative, step(prior_mean=informative)),
-                                 (wiggly, plain)]:  # fmt: skip
-        torch.testing.assert_close(
-            step(prior_mean=prior_mean, select_mean=True), expected
-        )
     assert not torch.equal(plain, step(prior_mean=informative))
-    # A prior mean is ignored where the values spread less than its resolution
-    # (the neighbourhood's values span less than the 1.5 of all values).
+    # The neighbourhood's values span less than 10: the prior is not used.
     for resolution, expected in [(10.0, plain),
                                  (1e-12, step(prior_mean=informative))]:  # fmt: skip
         torch.testing.assert_close(
@@ -232,18 +222,3 @@ def test_linf_distance_is_infinite_across_paths():
     X = space.set_paths(space.sample(2, seed=0), torch.tensor([0, 3]))
     assert linf_distance(space, X[0], X[1]) == float("inf")
     assert linf_distance(space, X[0], X[0]) == 0.0
-
-
-def test_loop_uses_local_steps_and_rejects_a_bad_radius():
-    problem = Jenatton("paper")
-    with pytest.raises(ValueError, match="local_radius"):
-        TreeOptimizer(problem.space, local_radius=0.0)
-    with pytest.raises(ValueError, match="share_outputscales"):
-        TreeOptimizer(problem.space, share_outputscales="siblings")
-    opt = TreeOptimizer(problem.space, seed=1, num_restarts=4, raw_samples=128)
-    for _ in range(30):
-        params = opt.ask()
-        opt.tell(params, problem.objective(params))
-    kinds = {t.kind for t in opt.history}
-    assert "local" in kinds
-    assert opt.best_trial.value - 0.1 < 1e-6

@@ -1,5 +1,12 @@
 """GPyTorch kernels for tree-structured spaces."""
 
-from treebo.kernels.add_tree import AddTreeKernel, stationary_correlation
+from treebo.kernels.add_tree import AddTreeKernel
+from treebo.kernels.correlation import stationary_correlation
+from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 
-__all__ = ["AddTreeKernel", "stationary_correlation"]
+__all__ = [
+    "LOOP_KERNEL_OPTIONS",
+    "AddTreeKernel",
+    "AddTreeKernelOptions",
+    "stationary_correlation",
+]
