@@ -19,8 +19,8 @@ run started with the same path and settings resumes from it exactly.
 from treebo.loop.checkpoint import CHECKPOINT_VERSION, CheckpointMismatchError
 from treebo.loop.design import initial_design
 from treebo.loop.history import History, OptimizationResult, Trial
-from treebo.loop.run import minimize
 from treebo.loop.optimizer import TreeOptimizer
+from treebo.loop.run import minimize
 
 __all__ = [
     "CHECKPOINT_VERSION",
