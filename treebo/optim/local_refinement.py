@@ -33,8 +33,9 @@ unsure near that prediction. ``LogExpectedImprovement`` explores more: in a
 box whose corners hold no data it prefers those corners (their posterior
 variance is the prior's), so on the Jenatton problem its steps kept landing
 on the box's edge. Exploring steps still help the box shrink onto the optimum,
-so :class:`~treebo.loop.TreeOptimizer` alternates the two by default (see
-``benchmarks/RESULTS.md``, session 8). The local noise
+so the loop's local steps alternate the two by default
+(:class:`~treebo.strategies.LocalStepOptions`; the measurements are in
+``benchmarks/RESULTS_ARCHIVE.md``). The local noise
 floor (default :math:`10^{-8}` of the neighbourhood's standardized variance)
 bounds how finely a step can resolve the values near the incumbent; with
 :math:`10^{-6}`, 24 UCB steps from 8 P1(a) histories of 16 evaluations reached
