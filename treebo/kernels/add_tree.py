@@ -41,12 +41,9 @@ from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
 
 from treebo.kernels.correlation import SlotGram, stationary_correlation
+from treebo.kernels.hyperparameters import VertexHyperparameters
 from treebo.kernels.options import BASE_KERNELS, validate_vertex_bias
-from treebo.kernels.sharing import (
-    first_of_groups,
-    fold_prior_sample,
-    sharing_groups,
-)
+from treebo.kernels.sharing import sharing_groups
 from treebo.structure import HierarchicalDependencies, TreeStructure
 
 
@@ -55,7 +52,7 @@ def _lead(t: Tensor, rank: int) -> Tensor:
     return t.reshape((1,) * (rank - t.dim()) + tuple(t.shape))
 
 
-class AddTreeKernel(Kernel):
+class AddTreeKernel(VertexHyperparameters, Kernel):
     r"""Add-Tree kernel: sum of per-vertex kernels over the vertices two points share.
 
     A drop-in for :class:`botorch.models.hierarchical.HierarchicalConditionalKernel`
@@ -221,8 +218,8 @@ class AddTreeKernel(Kernel):
             self.register_prior(
                 "lengthscale_prior",
                 lengthscale_prior,
-                AddTreeKernel._lengthscale_param,
-                AddTreeKernel._lengthscale_closure,
+                VertexHyperparameters._lengthscale_param,
+                VertexHyperparameters._lengthscale_closure,
             )
         path_mask = tree.path_vertex_mask & contributes.unsqueeze(0)
         path_len = max(1, int(path_mask.sum(-1).max()))
@@ -234,8 +231,8 @@ class AddTreeKernel(Kernel):
             self.register_prior(
                 "outputscale_prior",
                 outputscale_prior,
-                AddTreeKernel._outputscale_param,
-                AddTreeKernel._outputscale_closure,
+                VertexHyperparameters._outputscale_param,
+                VertexHyperparameters._outputscale_closure,
             )
         if vertex_bias != "none":
             # Offsets: a tenth of an output scale a priori and initially.
@@ -245,8 +242,8 @@ class AddTreeKernel(Kernel):
                     loc=torch.tensor(-math.log(10.0 * path_len)),
                     scale=torch.tensor(1.5),
                 ),
-                AddTreeKernel._offset_param,
-                AddTreeKernel._offset_closure,
+                VertexHyperparameters._offset_param,
+                VertexHyperparameters._offset_closure,
             )
             self.vertex_offset = torch.full((*batch_shape, V), 0.1 / path_len)
         if shared_component:
@@ -256,8 +253,8 @@ class AddTreeKernel(Kernel):
                     loc=torch.tensor(-math.log(2.0 * path_len)),
                     scale=torch.tensor(1.0),
                 ),
-                AddTreeKernel._slot_outputscale_param,
-                AddTreeKernel._slot_outputscale_closure,
+                VertexHyperparameters._slot_outputscale_param,
+                VertexHyperparameters._slot_outputscale_closure,
             )
             self.slot_outputscale = torch.full(
                 (*batch_shape, tree.num_slots), 0.5 / path_len
@@ -266,151 +263,6 @@ class AddTreeKernel(Kernel):
         # scales that sum to 1 along the longest path.
         self._set_group_lengthscale(init_ls.expand(*batch_shape, G, d_max))
         self.outputscale = torch.full((*batch_shape, V), 1.0 / path_len)
-
-    # -------------------------------------------------------- hyper-params
-    @staticmethod
-    def _lengthscale_param(m: AddTreeKernel) -> Tensor:
-        return m.group_lengthscale
-
-    @staticmethod
-    def _lengthscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_group_lengthscale(fold_prior_sample(v, m.raw_lengthscale.shape))
-
-    @staticmethod
-    def _outputscale_param(m: AddTreeKernel) -> Tensor:
-        return m.group_outputscale
-
-    @staticmethod
-    def _outputscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_group_outputscale(fold_prior_sample(v, m.raw_outputscale.shape))
-
-    @staticmethod
-    def _offset_param(m: AddTreeKernel) -> Tensor:
-        return m.raw_vertex_offset_constraint.transform(m.raw_vertex_offset)
-
-    @staticmethod
-    def _offset_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m._set_group_offset(fold_prior_sample(v, m.raw_vertex_offset.shape))
-
-    @staticmethod
-    def _slot_outputscale_param(m: AddTreeKernel) -> Tensor:
-        return m.slot_outputscale
-
-    @staticmethod
-    def _slot_outputscale_closure(m: AddTreeKernel, v: Tensor) -> None:
-        m.slot_outputscale = fold_prior_sample(v, m.raw_slot_outputscale.shape)
-
-    @property
-    def slot_outputscale(self) -> Tensor:
-        """``batch_shape x S`` output scales of the slots' shared components
-        (zeros without ``shared_component``)."""
-        if not self.shared_component:
-            return torch.zeros_like(self.raw_outputscale[..., :1]).expand(
-                *self.raw_outputscale.shape[:-1], self.tree.num_slots
-            )
-        return self.raw_slot_outputscale_constraint.transform(self.raw_slot_outputscale)
-
-    @slot_outputscale.setter
-    def slot_outputscale(self, value: Tensor | float) -> None:
-        if not self.shared_component:
-            raise AttributeError("slot_outputscale needs shared_component=True.")
-        self._set_constrained("raw_slot_outputscale", value)
-
-    def _vertex_shared_scale(self) -> Tensor:
-        """``batch_shape x V``: each vertex's slot output scale (zero for
-        vertices without continuous columns)."""
-        scale = self.slot_outputscale[..., self.vertex_slots]
-        return scale * self.vertex_has_params.to(scale)
-
-    @property
-    def group_lengthscale(self) -> Tensor:
-        """``batch_shape x G x D_max`` lengthscales of the sharing groups."""
-        return self.raw_lengthscale_constraint.transform(self.raw_lengthscale)
-
-    def _set_constrained(self, name: str, value: Tensor | float) -> None:
-        """Set the raw parameter ``name`` so that its constrained value is
-        ``value`` (broadcast to the parameter's shape)."""
-        raw = getattr(self, name)
-        value = torch.as_tensor(value).to(raw)
-        constraint = getattr(self, f"{name}_constraint")
-        self.initialize(**{name: constraint.inverse_transform(value.expand_as(raw))})
-
-    def _set_group_lengthscale(self, value: Tensor | float) -> None:
-        self._set_constrained("raw_lengthscale", value)
-
-    @property
-    def lengthscale(self) -> Tensor:
-        """``batch_shape x V x D_max`` per-vertex lengthscales (padding unused)."""
-        return self.group_lengthscale[..., self.lengthscale_group, :]
-
-    @lengthscale.setter
-    def lengthscale(self, value: Tensor | float) -> None:
-        """Set per-vertex lengthscales (``V x D_max``, or a scalar).
-
-        With shared lengthscales, each group takes the value of its first vertex.
-        """
-        value = torch.as_tensor(value).to(self.raw_lengthscale)
-        if value.dim() >= 2 and value.shape[-2] == self.lengthscale_group.numel():
-            first = first_of_groups(self.lengthscale_group.to(value.device))
-            value = value[..., first, :]
-        self._set_group_lengthscale(value)
-
-    @property
-    def group_outputscale(self) -> Tensor:
-        """``batch_shape x G_os`` output scales of the sharing groups."""
-        return self.raw_outputscale_constraint.transform(self.raw_outputscale)
-
-    @property
-    def outputscale(self) -> Tensor:
-        """``batch_shape x V`` per-vertex output scales."""
-        return self.group_outputscale[..., self.outputscale_group]
-
-    @outputscale.setter
-    def outputscale(self, value: Tensor | float) -> None:
-        """Set per-vertex output scales (``V``, or a scalar).
-
-        With shared output scales, each group takes the value of its first vertex.
-        """
-        self._set_group_outputscale(self._per_group(value))
-
-    def _per_group(self, value: Tensor | float) -> Tensor:
-        """Per-vertex values (``... x V``) -> values of the output-scale groups
-        (each group takes its first vertex's); scalars pass through."""
-        value = torch.as_tensor(value).to(self.raw_outputscale)
-        if value.dim() >= 1 and value.shape[-1] == self.outputscale_group.numel():
-            value = value[..., first_of_groups(self.outputscale_group)]
-        return value
-
-    def _set_group_outputscale(self, value: Tensor | float) -> None:
-        self._set_constrained("raw_outputscale", value)
-
-    @property
-    def vertex_offset(self) -> Tensor:
-        """``batch_shape x V`` per-vertex constants (zeros if ``vertex_bias`` is
-        ``"none"``; only vertices that carry one use theirs)."""
-        if self.vertex_bias == "none":
-            return torch.zeros_like(self.outputscale)
-        offset = self.raw_vertex_offset_constraint.transform(self.raw_vertex_offset)
-        return offset[..., self.outputscale_group]
-
-    @vertex_offset.setter
-    def vertex_offset(self, value: Tensor | float) -> None:
-        """Set per-vertex constants (``V``, or a scalar); see ``outputscale``."""
-        if self.vertex_bias == "none":
-            raise AttributeError("vertex_offset needs vertex_bias 'empty' or 'all'.")
-        self._set_group_offset(self._per_group(value))
-
-    def _set_group_offset(self, value: Tensor | float) -> None:
-        self._set_constrained("raw_vertex_offset", value)
-
-    def effective_outputscale(self) -> Tensor:
-        """Output scales, zero for vertices without continuous columns."""
-        return self.outputscale * self.vertex_has_params.to(self.outputscale)
-
-    def effective_offset(self) -> Tensor:
-        """Per-vertex constants, zero for vertices that carry none."""
-        offset = self.vertex_offset
-        return offset * self.vertex_has_offset.to(offset)
 
     # ----------------------------------------------------------- features
     def _vertex_features(self, x: Tensor) -> Tensor:
