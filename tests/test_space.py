@@ -173,7 +173,10 @@ def test_canonicalize_snaps_and_resets_inactive():
         ({"x1": 0, "x2": 0, "r8": 1.5, "x4": 0.0}, "'r8' = 1.5 is outside"),
         ({"x1": 0, "x2": 0, "r8": 0.5, "x4": 0.0, "x5": 0.1}, "'x5' is inactive"),
         ({"x1": 2, "x2": 0, "r8": 0.5, "x4": 0.0}, "invalid value 2 for choice 'x1'"),
-        ({"x1": 0, "x2": 0, "r8": "a", "x4": 0.0}, "'r8' must be a number"),
+        (
+            {"x1": 0, "x2": 0, "r8": "a", "x4": 0.0},
+            "'r8' must be a real number",
+        ),
         ({"x1": 0, "x2": 0, "r8": float("nan"), "x4": 0.0}, "'r8' is not finite"),
         ([("x1", 0)], "must be a dict"),
     ],

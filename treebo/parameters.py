@@ -4,8 +4,10 @@ and the :class:`Vertex` that owns them."""
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+import numbers
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class ConfigurationError(ValueError):
@@ -34,7 +36,19 @@ class Real:
             raise ValueError(
                 f"Real: name must be a non-empty string, got {self.name!r}."
             )
+        for bound in ("lower", "upper"):
+            value = getattr(self, bound)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(
+                    f"Real {self.name!r}: {bound} must be a number, got {value!r}."
+                )
         lo, up = float(self.lower), float(self.upper)
+        object.__setattr__(self, "lower", lo)
+        object.__setattr__(self, "upper", up)
+        if not isinstance(self.log_scale, bool):
+            raise TypeError(
+                f"Real {self.name!r}: log_scale must be a bool, got {self.log_scale!r}."
+            )
         if not (math.isfinite(lo) and math.isfinite(up)) or not lo < up:
             raise ValueError(
                 f"Real {self.name!r}: need finite lower < upper, got [{lo}, {up}]."
@@ -59,7 +73,13 @@ class Choice:
     Args:
         name: Unique name.
         options: ``{label: Vertex}``, or a sequence of labels (each leading to
-            an empty vertex).
+            an empty vertex). Labels are hashable, not NaN, and distinct as
+            dict keys: ``0``, ``0.0`` and ``False`` are one label in Python,
+            so a list holding two of them is refused.
+
+    Example:
+        >>> Choice("optimizer", ["adam", "sgd"]).labels
+        ['adam', 'sgd']
     """
 
     name: str
@@ -70,11 +90,31 @@ class Choice:
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Choice: name must be a non-empty string, got {name!r}.")
+        if isinstance(options, (str, bytes)):
+            raise TypeError(
+                f"Choice {name!r}: options must be a dict or a list of labels, got "
+                f"the string {options!r} (write [{options!r}] for one label)."
+            )
         if not isinstance(options, Mapping):
-            options = {label: Vertex() for label in options}
+            if not isinstance(options, Iterable):
+                raise TypeError(
+                    f"Choice {name!r}: options must be a dict or a list of labels, "
+                    f"got {type(options).__name__}."
+                )
+            labels = list(options)
+            for label in labels:
+                _check_label(name, label)
+            merged = _merged_labels(labels)
+            if merged:
+                raise ValueError(
+                    f"Choice {name!r}: labels {merged} are equal as dict keys "
+                    "(e.g. 0, 0.0 and False); give distinct labels."
+                )
+            options = {label: Vertex() for label in labels}
         if len(options) == 0:
             raise ValueError(f"Choice {name!r}: needs at least one option.")
         for label, child in options.items():
+            _check_label(name, label)
             if not isinstance(child, Vertex):
                 raise TypeError(
                     f"Choice {name!r}: option {label!r} must lead to a Vertex, got "
@@ -86,6 +126,23 @@ class Choice:
     @property
     def labels(self) -> list[Hashable]:
         return list(self.options)
+
+    def match(self, value: Any) -> Hashable:
+        """The label equal to ``value`` (so ``1.0`` and ``numpy.int64(1)``
+        give the label ``1``).
+
+        Raises:
+            ConfigurationError: If no label equals ``value``.
+        """
+        try:
+            if value in self.options:
+                return next(label for label in self.options if label == value)
+        except TypeError:  # unhashable
+            pass
+        raise ConfigurationError(
+            f"invalid value {value!r} for choice {self.name!r}; expected one of "
+            f"{self.labels}."
+        )
 
 
 @dataclass(frozen=True)
@@ -113,3 +170,50 @@ class Vertex:
                 raise TypeError(
                     f"Vertex choices must be Choice, got {type(c).__name__}."
                 )
+
+
+def _check_label(name: str, label: Any) -> None:
+    """Refuse labels that cannot be told apart or looked up."""
+    if not isinstance(label, Hashable):
+        raise TypeError(
+            f"Choice {name!r}: label {label!r} is not hashable "
+            f"({type(label).__name__}); use a tuple instead of a list."
+        )
+    if isinstance(label, float) and math.isnan(label):
+        raise ValueError(f"Choice {name!r}: NaN is not a label.")
+
+
+def _merged_labels(labels: list[Any]) -> list[Any]:
+    """Labels that collide with an earlier one as dict keys (``0 == False``)."""
+    seen: dict[Any, Any] = {}
+    merged = []
+    for label in labels:
+        if label in seen:
+            merged.extend([seen[label], label])
+        else:
+            seen[label] = label
+    return merged
+
+
+def as_real_number(value: Any) -> float:
+    """``value`` as a float, if it is one real number.
+
+    Real numbers are Python and NumPy ints and floats, and one-element tensors
+    or arrays of a real dtype; strings, booleans and complex numbers are not.
+
+    Raises:
+        TypeError: Otherwise; the message is ``value`` and its type, for the
+            caller to name what was expected where.
+
+    Example:
+        >>> as_real_number(3)
+        3.0
+    """
+    if hasattr(value, "item") and hasattr(value, "dtype"):  # tensors, arrays
+        size = value.numel() if hasattr(value, "numel") else value.size
+        if size != 1:
+            raise TypeError(f"{value!r} ({type(value).__name__} of {size} elements)")
+        value = value.item()
+    if isinstance(value, (str, bytes, bool)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{value!r} (type {type(value).__name__})")
+    return float(value)

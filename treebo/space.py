@@ -34,7 +34,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from treebo.parameters import Choice, ConfigurationError, Real, Vertex
+from treebo.parameters import (
+    Choice,
+    ConfigurationError,
+    Real,
+    Vertex,
+    as_real_number,
+)
 from treebo.structure import HierarchicalDependencies, TreeStructure
 
 __all__ = ["Choice", "ConfigurationError", "Real", "TreeSpace", "Vertex"]
@@ -100,6 +106,11 @@ class TreeSpace:
                 next_col += 1
                 self.columns[p.name] = _Column(p.name, col, vi, p)
         self.dim = len(self.columns)
+        if self.dim == 0:
+            raise ConfigurationError(
+                "TreeSpace: the space has no parameters; give the root Vertex a "
+                "Real or a Choice."
+            )
         if sorted(c.column for c in self.columns.values()) != list(range(self.dim)):
             raise ValueError("TreeSpace: columns must be a permutation of 0..d-1.")
         self.choice_codes: dict[str, dict[Hashable, float]] = {}
@@ -130,9 +141,7 @@ class TreeSpace:
             )
         self.bounds = bounds
         self.canonical_values = canonical
-        self.tree = TreeStructure.build(
-            self.dim, self.to_hierarchical_dependencies()
-        )
+        self.tree = TreeStructure.build(self.dim, self.to_hierarchical_dependencies())
         choice_names = [n for n in self.parameter_names if n in self.choice_codes]
         self._choice_cols = torch.tensor(
             [self.columns[n].column for n in choice_names], dtype=torch.long
@@ -176,6 +185,14 @@ class TreeSpace:
             raise ValueError(f"names has {len(names)} entries for {d} columns.")
         log_cols = set(log_scale)
         deps = tree.hierarchical_dependencies
+        for c in sorted(log_cols):
+            if not isinstance(c, int) or not 0 <= c < d:
+                raise ValueError(f"log_scale: {c!r} is not a column of 0..{d - 1}.")
+            if c in deps:
+                raise ValueError(
+                    f"log_scale: column {c} ({names[c]!r}) is a choice; only "
+                    "continuous columns can be on a log scale."
+                )
 
         def build(cols: Sequence[int]) -> Vertex:
             params, choices = [], []
@@ -216,7 +233,7 @@ class TreeSpace:
                         self.columns[p.name].column
                         for p in (*child.params, *child.choices)
                     ]
-                    branch[_code_key(self.choice_codes[c.name][label])] = sorted(
+                    branch[_label(self.choice_codes[c.name][label])] = sorted(
                         child_cols
                     )
                 deps[c.column] = branch
@@ -294,9 +311,21 @@ class TreeSpace:
         return torch.where(active, X, self.canonical_values.to(X))
 
     # ---------------------------------------------------- dicts <-> tensors
-    def validate(self, config: Mapping[str, Any]) -> None:
-        """Raise :class:`ConfigurationError` naming the parameter if invalid."""
-        self._encode_row(config)
+    def validate(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Check ``config`` and return it in the space's own terms.
+
+        Returns:
+            The configuration with Python floats for continuous values and
+            the space's own label objects for choices (so ``numpy.int64(1)``
+            becomes the label ``1``).
+
+        Raises:
+            ConfigurationError: Naming the parameter, if ``config`` is not a
+                configuration of this space.
+        """
+        canonical: dict[str, Any] = {}
+        self._encode_row(config, canonical)
+        return canonical
 
     def to_tensor(
         self,
@@ -317,13 +346,25 @@ class TreeSpace:
 
         Rows are first canonicalized (choices snapped to the nearest option,
         values clamped to bounds).
+
+        Raises:
+            ValueError: If a column that is active in its row is NaN.
         """
         if X.dim() == 1:
             X = X.unsqueeze(0)
         if X.dim() != 2 or X.shape[-1] != self.dim:
             raise ValueError(f"X must be n x {self.dim}, got shape {tuple(X.shape)}.")
-        X = self.canonicalize(X.detach().to(torch.float64)).cpu()
+        X = X.detach().to(torch.float64).cpu()
+        nan = X.isnan()
+        X = self.canonicalize(torch.where(nan, self.bounds[0], X))
         active = self.column_activity(X)
+        bad = (nan & active).nonzero()
+        if bad.numel():
+            row, col = bad[0].tolist()
+            raise ValueError(
+                f"to_dicts: row {row} has NaN for the active parameter "
+                f"{self.parameter_names[col]!r}."
+            )
         out = []
         for row, act in zip(X.tolist(), active.tolist(), strict=False):
             config = {}
@@ -349,7 +390,12 @@ class TreeSpace:
                 return label
         raise ConfigurationError(f"choice {name!r}: no option with code {code}.")
 
-    def _encode_row(self, config: Mapping[str, Any]) -> list[float]:
+    def _encode_row(
+        self, config: Mapping[str, Any], canonical: dict[str, Any] | None = None
+    ) -> list[float]:
+        """The encoding of ``config``; fills ``canonical`` (if given) with the
+        configuration in the space's own terms."""
+        canonical = {} if canonical is None else canonical
         if not isinstance(config, Mapping):
             raise ConfigurationError(
                 f"a configuration must be a dict of parameter values, got "
@@ -367,20 +413,17 @@ class TreeSpace:
         while stack:
             vertex = stack.pop()
             for p in vertex.params:
-                row[self.columns[p.name].column] = self._encode_real(p, config)
+                value = canonical[p.name] = self._check_real(p, config)
+                row[self.columns[p.name].column] = (
+                    math.log10(value) if p.log_scale else value
+                )
                 used.add(p.name)
             for ch in vertex.choices:
                 if ch.name not in config:
                     raise ConfigurationError(
                         f"missing value for active choice {ch.name!r}."
                     )
-                label = config[ch.name]
-                if not _is_label(ch, label):
-                    raise ConfigurationError(
-                        f"invalid value {label!r} for choice {ch.name!r}; expected one "
-                        f"of {ch.labels}."
-                    )
-                label = _match_label(ch, label)
+                label = canonical[ch.name] = ch.match(config[ch.name])
                 row[self.columns[ch.name].column] = self.choice_codes[ch.name][label]
                 used.add(ch.name)
                 stack.append(ch.options[label])
@@ -393,15 +436,16 @@ class TreeSpace:
         return row
 
     @staticmethod
-    def _encode_real(p: Real, config: Mapping[str, Any]) -> float:
+    def _check_real(p: Real, config: Mapping[str, Any]) -> float:
+        """The value of ``p`` in ``config`` as a float within its bounds."""
         if p.name not in config:
             raise ConfigurationError(f"missing value for active parameter {p.name!r}.")
         value = config[p.name]
         try:
-            value = float(value)
-        except (TypeError, ValueError):
+            value = as_real_number(value)
+        except TypeError as err:
             raise ConfigurationError(
-                f"parameter {p.name!r} must be a number, got {value!r}."
+                f"parameter {p.name!r} must be a real number, got {err}."
             ) from None
         if not math.isfinite(value):
             raise ConfigurationError(f"parameter {p.name!r} is not finite: {value}.")
@@ -411,8 +455,7 @@ class TreeSpace:
             raise ConfigurationError(
                 f"parameter {p.name!r} = {value} is outside [{p.lower}, {p.upper}]."
             )
-        value = min(max(value, p.lower), p.upper)
-        return math.log10(value) if p.log_scale else value
+        return min(max(value, p.lower), p.upper)
 
     # -------------------------------------------------------------- sampling
     def sample(
@@ -471,27 +514,5 @@ class TreeSpace:
 
 
 def _label(value: int | float) -> int | float:
-    """Use ints as labels where the dictionary's values are integral."""
+    """An int where ``value`` is integral (labels and keys of BoTorch codes)."""
     return int(value) if float(value).is_integer() else float(value)
-
-
-def _code_key(code: float) -> int | float:
-    return int(code) if float(code).is_integer() else code
-
-
-def _is_label(choice: Choice, label: Any) -> bool:
-    try:
-        _match_label(choice, label)
-    except KeyError:
-        return False
-    return True
-
-
-def _match_label(choice: Choice, label: Any) -> Hashable:
-    """The option key equal to ``label`` (so 1.0 matches 1)."""
-    try:
-        if label in choice.options:
-            return next(k for k in choice.options if k == label)
-    except TypeError:  # unhashable
-        pass
-    raise KeyError(label)

@@ -1,13 +1,17 @@
-"""Checkpoints: atomic writes after every evaluation, versions, refusals."""
+"""Checkpoints: an append-only journal, torn tails, old formats, refusals."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
+import numpy as np
 import pytest
 
+from tests.loop.journal import read_journal
 from treebo import TreeOptimizer, minimize
 from treebo.loop import CHECKPOINT_VERSION, CheckpointMismatchError
+from treebo.space import Choice, Real, TreeSpace, Vertex
 from treebo.strategies import AddTreeOptions
 from treebo.test_functions import Jenatton, generalized_jenatton_space
 
@@ -29,17 +33,85 @@ def test_a_killed_run_keeps_every_finished_evaluation(tmp_path):
 
     with pytest.raises(Killed):
         minimize(dies_after_seven, problem.space, budget=10, seed=3, checkpoint=path)
-    saved = json.loads(path.read_text())
-    assert saved["version"] == CHECKPOINT_VERSION
-    assert [t["params"] for t in saved["history"]] == seen
+    header, trials, states = read_journal(path)
+    assert header["version"] == CHECKPOINT_VERSION
+    assert len(trials) == 7
     # The strategy's state (the warm start of the next fit) is saved too.
-    assert saved["strategy_state"]["hyperparameters"]
-    assert not list(tmp_path.glob("*.tmp"))
+    assert states and states[-1]["hyperparameters"]
     result = minimize(
         problem.objective, problem.space, budget=10, seed=3, checkpoint=path
     )
     assert [t.params for t in result.history[:7]] == seen
-    assert len(json.loads(path.read_text())["history"]) == 10
+    assert len(read_journal(path)[1]) == 10
+
+
+def test_tell_appends_one_line_and_rewrites_nothing(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=4, checkpoint=path)
+    sizes = []
+    for _ in range(4):
+        before = path.read_bytes() if path.exists() else b""
+        params = opt.ask()
+        opt.tell(params, problem.objective(params))
+        after = path.read_bytes()
+        assert after.startswith(before)  # append-only
+        sizes.append(after.count(b"\n") - before.count(b"\n"))
+    assert sizes == [2, 1, 1, 1]  # the header comes with the first trial
+
+
+def test_a_last_line_cut_short_is_dropped_with_a_warning(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    minimize(problem.objective, problem.space, budget=3, seed=0, checkpoint=path)
+    with open(path, "a") as fh:
+        fh.write('{"trial": {"index": 3, "params": {"x1"')  # killed mid-write
+    with pytest.warns(RuntimeWarning, match="incomplete"):
+        opt = TreeOptimizer(problem.space, seed=0, checkpoint=path)
+    assert len(opt.history) == 3
+    _, trials, _ = read_journal(path)  # compacted: the torn line is gone
+    assert len(trials) == 3
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join([lines[0], "{broken", *lines[1:]]) + "\n")
+    with pytest.raises(ValueError, match="line 2"):
+        TreeOptimizer(problem.space, seed=0, checkpoint=path)
+
+
+def test_labels_json_cannot_hold_round_trip(tmp_path):
+    shape = Choice("shape", [(1, 2), (3, 4)])
+    space = TreeSpace(Vertex([Real("x", 0, 1)], [shape, Choice("n", [1, 2])]))
+    path = tmp_path / "run.jsonl"
+    opt = TreeOptimizer(space, seed=0, checkpoint=path)
+    told = {"x": np.float32(0.25), "shape": (3, 4), "n": np.int64(2)}
+    trial = opt.tell(told, np.float64(1.5))
+    assert trial.params == {"x": 0.25, "shape": (3, 4), "n": 2}
+    assert type(trial.params["n"]) is int and type(trial.value) is float
+    resumed = TreeOptimizer(space, seed=0, checkpoint=path)
+    assert resumed.history[0].params == trial.params
+    assert type(resumed.history[0].params["shape"]) is tuple
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_version_2_checkpoint_is_resumed_and_rewritten_as_a_journal(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.json"
+    whole = TreeOptimizer(problem.space, seed=1, n_initial=3)
+    for _ in range(4):
+        params = whole.ask()
+        whole.tell(params, problem.objective(params))
+    payload = {
+        "format": "treebo-checkpoint",
+        "version": 2,
+        **whole._identity,
+        "strategy_state": whole.strategy.state_dict(),
+        "history": [dataclasses.asdict(t) for t in whole.history],
+    }
+    path.write_text(json.dumps(payload))
+    opt = TreeOptimizer(problem.space, seed=1, n_initial=3, checkpoint=path)
+    assert opt.history == whole.history
+    header, trials, states = read_journal(path)
+    assert header["version"] == CHECKPOINT_VERSION and len(trials) == 4
+    assert states == [payload["strategy_state"]]
 
 
 @pytest.mark.parametrize(

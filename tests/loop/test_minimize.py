@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import multiprocessing
 import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
 import pytest
 
-from treebo import minimize
+from treebo import TreeOptimizer, minimize
 from treebo.test_functions import Jenatton, jenatton_space
 
 
@@ -118,15 +117,15 @@ def test_minimize_with_a_given_executor_resumes_after_a_kill(tmp_path, monkeypat
             raise Killed
         return concurrent.futures.wait(futures, return_when=return_when)
 
-    run = {"budget": 8, "seed": 2, "n_initial": 5, "checkpoint": path}
-    run.update(n_workers=2, executor=executor)
+    opt_run = {"seed": 2, "n_initial": 5, "checkpoint": path}
+    run = {"budget": 8, "n_workers": 2, "executor": executor, **opt_run}
     monkeypatch.setattr("treebo.loop.run.wait", wait_then_die)
     with pytest.raises(Killed):
         minimize(objective, problem.space, **run)
     # The evaluations that finished before the kill are all kept, and the
     # user's executor stays open.
     assert waits == [2, 2, 2] and executor.submitted == 6 and not executor.closed
-    saved = [t["params"] for t in json.loads(path.read_text())["history"]]
+    saved = [t.params for t in TreeOptimizer(problem.space, **opt_run).history]
     # (Results that finish together are told in no fixed order.)
     assert len(seen) == 6 and sorted(map(repr, saved)) == sorted(map(repr, seen))
     monkeypatch.undo()

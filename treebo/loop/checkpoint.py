@@ -1,10 +1,39 @@
-"""Versioned JSON checkpoints of a run, written atomically after every evaluation.
+"""Checkpoints: an append-only journal of a run, one line per event.
 
-A checkpoint holds the run's identity (space, model, options, seed, direction,
-initial design size), every trial, and the strategy's state (e.g. the
-hyper-parameters its next fit starts from), so a run resumed from it proposes
-exactly what the uninterrupted run would have. A checkpoint of a different
-run is refused with an error that names what differs.
+The first line of the file is a header with the run's identity (space, model,
+options, seed, direction, initial design size); every later line is one event,
+appended and flushed to disk as it happens:
+
+- ``{"trial": {...}}``: a told evaluation (written before anything else is
+  done with it, so a finished evaluation survives a kill);
+- ``{"strategy_state": {...}}``: the strategy's state after a proposal (e.g.
+  the hyper-parameters its next fit starts from), written when it changed.
+
+Appending costs :math:`O(1)` per event, whatever the length of the history.
+Reading a journal keeps every complete line: a last line cut short by a kill
+is dropped with a warning. Opening a run compacts its journal (header, trials,
+last state) into a fresh file. Choice values are written as the index of
+their label, so any hashable label survives the round trip.
+
+A resumed run proposes exactly what the uninterrupted run would have; a
+journal of a different run is refused with an error that names what differs.
+Checkpoints of earlier formats (one JSON object, versions 1 and 2) are read
+and rewritten as journals.
+
+Example:
+    >>> import pathlib, tempfile
+    >>> from treebo.test_functions import Jenatton
+    >>> space = Jenatton().space
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "run.jsonl"
+    >>> journal = Journal(path, run_identity(space, "add_tree", {}, 0, False, 5))
+    >>> journal.open(space) is None  # a new run
+    True
+    >>> params = {"x1": 0, "r8": 0.5, "x2": 1, "x5": 0.1}
+    >>> journal.append_trial(space, Trial(0, params, 1.5))
+    >>> len(path.read_text().splitlines())  # the header and the trial
+    2
+    >>> journal.open(space).history[0].params == params
+    True
 """
 
 from __future__ import annotations
@@ -17,9 +46,11 @@ from pathlib import Path
 from typing import Any
 
 from treebo.loop.history import Trial
+from treebo.parameters import Choice, Real
 from treebo.space import TreeSpace
 
-CHECKPOINT_VERSION = 2
+CHECKPOINT_VERSION = 3
+_FORMAT = "treebo-checkpoint"
 
 
 class CheckpointMismatchError(ValueError):
@@ -28,12 +59,13 @@ class CheckpointMismatchError(ValueError):
 
 @dataclass
 class Checkpoint:
-    """The contents of a checkpoint file.
+    """What a checkpoint holds.
 
     Attributes:
         identity: What makes two runs the same run (see :func:`run_identity`).
         history: Every trial.
-        strategy_state: The strategy's :meth:`~treebo.strategies.Strategy.state_dict`.
+        strategy_state: The strategy's latest
+            :meth:`~treebo.strategies.Strategy.state_dict`.
     """
 
     identity: dict[str, Any]
@@ -78,85 +110,195 @@ def run_identity(
     return json.loads(json.dumps(identity))
 
 
-def write_checkpoint(path: Path, checkpoint: Checkpoint) -> None:
-    """Write ``checkpoint`` to ``path`` atomically (temporary file, then rename)."""
-    payload = {
-        "format": "treebo-checkpoint",
-        "version": CHECKPOINT_VERSION,
-        **checkpoint.identity,
-        "strategy_state": checkpoint.strategy_state,
-        "history": [asdict(t) for t in checkpoint.history],
+def trial_record(space: TreeSpace, trial: Trial) -> dict[str, Any]:
+    """``trial`` as JSON data, choice values as the index of their label."""
+    record = asdict(trial)
+    record["params"] = {
+        name: _label_index(space.columns[name].param, value)
+        for name, value in trial.params.items()
     }
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.parent.mkdir(parents=True, exist_ok=True)
-    with open(tmp, "w") as fh:
-        json.dump(payload, fh)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    return record
 
 
-def read_checkpoint(path: Path, identity: dict[str, Any]) -> Checkpoint:
-    """Read ``path`` and check that it belongs to the run ``identity``.
+def trial_from_record(space: TreeSpace, record: dict[str, Any]) -> Trial:
+    """The :class:`Trial` of a :func:`trial_record`."""
+    params = {
+        name: _label_at(space.columns[name].param, value)
+        for name, value in record["params"].items()
+    }
+    return Trial(**{**record, "params": params})
 
-    Version-1 checkpoints (history only) are read with a warning: they hold
-    no strategy state, so the resumed run's next fit starts from the defaults.
 
-    Raises:
-        ValueError: If the file is not a treebo checkpoint.
-        CheckpointMismatchError: If it was written by a run with other
-            settings (the message names them).
+def _label_index(param: Real | Choice, value: Any) -> Any:
+    if isinstance(param, Choice):
+        return param.labels.index(param.match(value))
+    return value
+
+
+def _label_at(param: Real | Choice, value: Any) -> Any:
+    return param.labels[value] if isinstance(param, Choice) else value
+
+
+class Journal:
+    """The append-only checkpoint file of one run.
+
+    Args:
+        path: The file.
+        identity: The run's :func:`run_identity`.
     """
-    try:
-        payload = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"checkpoint {path} is not valid JSON: {err}") from None
-    if not isinstance(payload, dict) or "history" not in payload:
-        raise ValueError(f"{path} is not a treebo checkpoint.")
-    version = payload.get("version")
-    if version == 1:
-        _check_version_1(path, payload, identity)
+
+    def __init__(self, path: str | os.PathLike, identity: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.identity = identity
+        self._has_header = False
+
+    def open(self, space: TreeSpace) -> Checkpoint | None:
+        """Read the file if it exists, check its identity, and compact it.
+
+        Returns:
+            The saved run, or ``None`` if there is no file yet.
+
+        Raises:
+            ValueError: If the file is not a treebo checkpoint.
+            CheckpointMismatchError: If it was written by a run with other
+                settings (the message names them).
+        """
+        if not self.path.exists():
+            return None
+        saved = self._read(space)
+        lines = [self._header()]
+        lines += [json.dumps({"trial": trial_record(space, t)}) for t in saved.history]
+        if saved.strategy_state:
+            lines.append(json.dumps({"strategy_state": saved.strategy_state}))
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        self._has_header = True
+        return saved
+
+    def append_trial(self, space: TreeSpace, trial: Trial) -> None:
+        """Append one told evaluation."""
+        self._append({"trial": trial_record(space, trial)})
+
+    def append_state(self, state: dict[str, Any]) -> None:
+        """Append the strategy's state."""
+        self._append({"strategy_state": state})
+
+    def _header(self) -> str:
+        header = {"format": _FORMAT, "version": CHECKPOINT_VERSION, **self.identity}
+        return json.dumps(header)
+
+    def _append(self, event: dict[str, Any]) -> None:
+        line = json.dumps(event) + "\n"
+        if not self._has_header:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            line = self._header() + "\n" + line
+            self._has_header = True
+        with open(self.path, "a") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    # ------------------------------------------------------------- reading
+    def _read(self, space: TreeSpace) -> Checkpoint:
+        lines = self.path.read_text().splitlines()
+        try:
+            first = json.loads(lines[0]) if lines else None
+        except json.JSONDecodeError as err:
+            raise ValueError(
+                f"checkpoint {self.path} is not valid JSON: {err}"
+            ) from None
+        if not isinstance(first, dict) or not (
+            "history" in first or first.get("format") == _FORMAT
+        ):
+            raise ValueError(f"{self.path} is not a treebo checkpoint.")
+        version = first.get("version")
+        if version in (1, 2) and len(lines) == 1:
+            return self._read_single_object(space, first)
+        if version != CHECKPOINT_VERSION:
+            raise ValueError(
+                f"checkpoint {self.path} has format version {version!r}; this "
+                f"treebo reads versions 1 to {CHECKPOINT_VERSION}."
+            )
+        self._check_identity(first)
+        history: list[Trial] = []
+        state: dict[str, Any] = {}
+        for number, line in enumerate(lines[1:], start=2):
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                if number == len(lines):  # cut short by a kill while writing
+                    warnings.warn(
+                        f"checkpoint {self.path}: its last line is incomplete "
+                        "(the run was stopped while writing it); it is dropped.",
+                        RuntimeWarning,
+                        stacklevel=4,
+                    )
+                    break
+                raise ValueError(
+                    f"checkpoint {self.path}: line {number} is not valid JSON."
+                ) from None
+            if "trial" in event:
+                history.append(trial_from_record(space, event["trial"]))
+            elif "strategy_state" in event:
+                state = event["strategy_state"]
+        return Checkpoint(self.identity, history, state)
+
+    def _check_identity(self, saved: dict[str, Any]) -> None:
+        differs = [key for key in self.identity if saved.get(key) != self.identity[key]]
+        if differs:
+            details = "; ".join(
+                f"{key}: checkpoint {_short(saved.get(key))}, "
+                f"this run {_short(self.identity[key])}"
+                for key in differs
+            )
+            raise CheckpointMismatchError(
+                f"checkpoint {self.path} was written by a run with other settings "
+                f"({details}). Resume with the same settings, or use another path."
+            )
+
+    def _read_single_object(
+        self, space: TreeSpace, payload: dict[str, Any]
+    ) -> Checkpoint:
+        """A checkpoint of format version 1 or 2 (one JSON object)."""
+        trials = [
+            Trial(**{**r, "params": space.validate(_tuples(r["params"]))})
+            for r in payload["history"]
+        ]
+        if payload["version"] == 2:
+            self._check_identity(payload)
+            return Checkpoint(self.identity, trials, payload.get("strategy_state", {}))
+        if payload.get("parameters") != self.identity["space"]["parameters"]:
+            raise CheckpointMismatchError(
+                f"checkpoint {self.path} was written for parameters "
+                f"{payload.get('parameters')}, not "
+                f"{self.identity['space']['parameters']}."
+            )
+        if bool(payload.get("maximize")) != self.identity["maximize"]:
+            raise CheckpointMismatchError(
+                f"checkpoint {self.path} was written with "
+                f"maximize={payload.get('maximize')}."
+            )
         warnings.warn(
-            f"checkpoint {path} has format version 1 (no model state, no "
+            f"checkpoint {self.path} has format version 1 (no model state, no "
             "settings): its history is resumed, but the next proposals may "
             "differ from those of the original run.",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-        return Checkpoint(identity, [Trial(**r) for r in payload["history"]], {})
-    if version != CHECKPOINT_VERSION:
-        raise ValueError(
-            f"checkpoint {path} has format version {version!r}; this treebo "
-            f"reads versions 1 and {CHECKPOINT_VERSION}."
-        )
-    differs = [key for key in identity if payload.get(key) != identity[key]]
-    if differs:
-        details = "; ".join(
-            f"{key}: checkpoint {_short(payload.get(key))}, "
-            f"this run {_short(identity[key])}"
-            for key in differs
-        )
-        raise CheckpointMismatchError(
-            f"checkpoint {path} was written by a run with other settings "
-            f"({details}). Resume with the same settings, or use another path."
-        )
-    return Checkpoint(
-        identity,
-        [Trial(**record) for record in payload["history"]],
-        payload.get("strategy_state", {}),
-    )
+        return Checkpoint(self.identity, trials, {})
 
 
-def _check_version_1(path: Path, payload: dict[str, Any], identity: dict) -> None:
-    if payload.get("parameters") != identity["space"]["parameters"]:
-        raise CheckpointMismatchError(
-            f"checkpoint {path} was written for parameters "
-            f"{payload.get('parameters')}, not {identity['space']['parameters']}."
-        )
-    if bool(payload.get("maximize")) != identity["maximize"]:
-        raise CheckpointMismatchError(
-            f"checkpoint {path} was written with maximize={payload.get('maximize')}."
-        )
+def _tuples(params: dict[str, Any]) -> dict[str, Any]:
+    """JSON lists back to tuples (tuple labels of old checkpoints)."""
+
+    def tup(value: Any) -> Any:
+        return tuple(tup(v) for v in value) if isinstance(value, list) else value
+
+    return {name: tup(value) for name, value in params.items()}
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import math
 import os
 import time
 import warnings
@@ -32,14 +31,10 @@ from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
 import treebo.strategies  # noqa: F401  (registers the built-in strategies)
-from treebo.loop.checkpoint import (
-    Checkpoint,
-    read_checkpoint,
-    run_identity,
-    write_checkpoint,
-)
+from treebo.loop.checkpoint import Journal, run_identity
 from treebo.loop.design import default_initial_size, initial_design
 from treebo.loop.history import History, OptimizationResult, Trial
+from treebo.loop.outcomes import parse_outcome, standardize_scores
 from treebo.space import TreeSpace
 from treebo.strategies.base import Observations, Strategy, make_strategy
 
@@ -47,6 +42,9 @@ from treebo.strategies.base import Observations, Strategy, make_strategy
 #: most this fraction of each column's range (round-off in user code, e.g. a
 #: float32 round trip).
 PENDING_MATCH_TOL = 1e-6
+
+#: Warn once when this many evaluations have failed and none has succeeded.
+FAILURES_BEFORE_WARNING = 3
 
 
 class TreeOptimizer:
@@ -64,8 +62,9 @@ class TreeOptimizer:
         n_initial: Size of the initial design (default: number of paths + 1,
             between 5 and 20).
         seed: Seed of the initial design and the optimizers.
-        checkpoint: JSON file written after every evaluation; if it exists,
-            the run resumes from it (it must have the same settings).
+        checkpoint: A journal file (JSON lines) that every evaluation is
+            appended to as soon as it is told; if it exists, the run resumes
+            from it (it must have the same settings).
         device: Device of the models and optimizers (default CPU).
         dtype: Floating point type of the models (default float64).
 
@@ -130,10 +129,16 @@ class TreeOptimizer:
             self.maximize,
             n_initial,
         )
-        if self.checkpoint is not None and self.checkpoint.exists():
-            saved = read_checkpoint(self.checkpoint, self._identity)
-            self.history.extend(saved.history)
-            self.strategy.load_state_dict(saved.strategy_state)
+        self._journal = None
+        self._journaled_state: dict[str, Any] = {}
+        if self.checkpoint is not None:
+            self._journal = Journal(self.checkpoint, self._identity)
+            saved = self._journal.open(space)
+            if saved is not None:
+                self.history.extend(saved.history)
+                self.strategy.load_state_dict(saved.strategy_state)
+                self._journaled_state = saved.strategy_state
+        self._warned_failures = False
 
     # ---------------------------------------------------------- ask/tell
     def ask(self) -> dict[str, Any]:
@@ -156,17 +161,20 @@ class TreeOptimizer:
             try:
                 proposal = self.strategy.propose(self.observations())
                 candidate = proposal.candidate.detach().cpu().to(torch.float64)
+                if not bool(candidate.isfinite().all()):
+                    raise ModelFittingError("the proposal is not finite")
                 params, kind = self.space.to_dict(candidate), proposal.kind
             except ModelFittingError as err:
                 # Keep the run alive: a random proposal beats a crash.
                 warnings.warn(
-                    f"treebo: model fitting failed ({err}); proposing a random "
+                    f"treebo: the model failed ({err}); proposing a random "
                     "configuration instead.",
                     RuntimeWarning,
                     stacklevel=2,
                 )
                 params, kind = self._random(n_done), "random"
             seconds = time.perf_counter() - t0
+            self._journal_state()
         # The encoding of the dict (not the candidate): what tell() will see.
         x = self.space.to_tensor([params])[0]
         self._pending.append(
@@ -185,46 +193,55 @@ class TreeOptimizer:
         Args:
             params: A configuration (normally one returned by :meth:`ask`; one
                 that differs from it by float round-off counts as it).
-            value: The objective value; ``None``, NaN, inf or an exception
-                records a failure.
+            value: The objective value, a real number. Anything else (``None``,
+                NaN, an infinity, a string, a bool, an exception) records a
+                failed trial with the reason in its ``error``.
             eval_seconds: How long the evaluation took.
         """
-        self.space.validate(params)
+        params = self.space.validate(params)
         x = self.space.to_tensor([params])[0]
-        pending = self._match_pending(dict(params), x)
+        pending = self._match_pending(params, x)
         if pending is not None:
             self._pending.remove(pending)
-        status, error, val = "ok", None, None
-        if isinstance(value, BaseException):
-            status, error = "failed", f"{type(value).__name__}: {value}"
-        else:
-            try:
-                val = None if value is None else float(value)
-            except (TypeError, ValueError):
-                status, error = "failed", f"objective returned {value!r}"
-            if val is None or not math.isfinite(val):
-                status = "failed"
-                error = error or f"objective returned {value!r}"
-                val = None
+        value, error = parse_outcome(value)
         trial = Trial(
             index=len(self.history),
-            params=dict(params),
-            value=val,
-            status=status,
+            params=params,
+            value=value,
+            status="ok" if error is None else "failed",
             error=error,
             kind=pending["kind"] if pending else "user",
             proposal_seconds=pending["seconds"] if pending else 0.0,
-            eval_seconds=eval_seconds,
+            eval_seconds=float(eval_seconds),
         )
+        if self._journal is not None:  # on disk before anything else
+            self._journal.append_trial(self.space, trial)
         self.history.append(trial, x)
-        if self.checkpoint is not None:
-            write_checkpoint(
-                self.checkpoint,
-                Checkpoint(
-                    self._identity, self.history.as_list(), self.strategy.state_dict()
-                ),
-            )
+        if error is not None:
+            self._warn_if_nothing_succeeded()
         return trial
+
+    def _journal_state(self) -> None:
+        """Append the strategy's state to the journal if it changed."""
+        if self._journal is None:
+            return
+        state = self.strategy.state_dict()
+        if state != self._journaled_state:
+            self._journal.append_state(state)
+            self._journaled_state = state
+
+    def _warn_if_nothing_succeeded(self) -> None:
+        if self._warned_failures or self.best_trial is not None:
+            return
+        failed = [t for t in self.history if t.status == "failed"]
+        if len(failed) >= FAILURES_BEFORE_WARNING:
+            self._warned_failures = True
+            warnings.warn(
+                f"treebo: the first {len(failed)} evaluations all failed (the "
+                f"latest: {failed[-1].error}); check the objective.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     def _match_pending(
         self, params: dict[str, Any], x: Tensor
@@ -251,8 +268,21 @@ class TreeOptimizer:
         return self.history.best(self.maximize)
 
     def result(self) -> OptimizationResult:
-        """The best configuration, its value and the history."""
+        """The best configuration, its value and the history.
+
+        Warns if trials were told and none succeeded (``best_params`` is then
+        ``None``).
+        """
         best = self.best_trial
+        if best is None and len(self.history):
+            errors = sorted({str(t.error) for t in self.history})
+            warnings.warn(
+                f"treebo: none of the {len(self.history)} evaluations succeeded; "
+                f"errors: {'; '.join(errors[:3])}"
+                + (f" (and {len(errors) - 3} more)" if len(errors) > 3 else ""),
+                RuntimeWarning,
+                stacklevel=2,
+            )
         return OptimizationResult(
             best_params=None if best is None else dict(best.params),
             best_value=None if best is None else best.value,
@@ -267,16 +297,16 @@ class TreeOptimizer:
         return self.space.to_dicts(self.space.sample(1, seed=self._seed_for(n)))[0]
 
     def training_data(self) -> tuple[Tensor, Tensor]:
-        """Encoded inputs and scores to maximize (``n x d``, ``n x 1``).
+        """Encoded inputs and standardized scores to maximize (``n x d``, ``n x 1``).
 
-        Scores are ``value`` when maximizing and ``-value`` when minimizing;
-        failed points get the worst successful score.
+        Scores are ``value`` when maximizing and ``-value`` when minimizing,
+        standardized over the successful trials (zero mean, unit variance; see
+        :func:`~treebo.loop.outcomes.standardize_scores`), so that ``c * f + b``
+        gives the same proposals as ``f`` for any ``c > 0``; failed trials
+        get the worst score.
         """
         values = self.history.values
-        y = values if self.maximize else -values
-        ok = ~y.isnan()
-        if bool(ok.any()):
-            y = torch.where(ok, y, y[ok].min())
+        y = standardize_scores(values if self.maximize else -values)
         return (
             self.history.X.to(self.device, self.dtype),
             y.unsqueeze(-1).to(self.device, self.dtype),
@@ -303,5 +333,9 @@ class TreeOptimizer:
 
     @property
     def last_model(self) -> Any:
-        """The strategy's last global model (``None`` before the first fit)."""
+        """The strategy's last global model (``None`` before the first fit).
+
+        It models the standardized scores of :meth:`training_data`, not the
+        raw values.
+        """
         return getattr(self.strategy, "last_model", None)

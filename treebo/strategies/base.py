@@ -42,8 +42,10 @@ class Observations:
         space: The search space.
         X: ``n x d`` encoded configurations of every trial, on the loop's
             device and dtype.
-        y: ``n x 1`` scores to *maximize* (the values, negated when the loop
-            minimizes); failed trials hold the worst successful score.
+        y: ``n x 1`` scores to *maximize*: the values (negated when the loop
+            minimizes) standardized over the successful trials, so that a
+            strategy sees the same scores for ``c * f + b`` as for ``f``;
+            failed trials hold the worst score.
         failed: ``n`` booleans, true for failed trials.
         kinds: Every trial's ``kind``.
         X_pending: ``p x d`` configurations asked for and not yet told.

@@ -20,7 +20,8 @@ class WarmStartFit:
     """Fits models of one family in a row, each from the last one's
     hyper-parameters.
 
-    A fit that fails (a Cholesky error, a non-finite loss) is retried from the
+    A fit that fails (a Cholesky error, a non-finite loss or non-finite
+    hyper-parameters) is retried from the
     model's defaults with the noise floor raised 100-fold, then 10,000-fold.
     The raw hyper-parameters of the last fit are kept and are what
     :meth:`state_dict` returns, so a resumed run starts its next fit where the
@@ -61,6 +62,8 @@ class WarmStartFit:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     fit_model(model, self.criterion)
+                if not all(bool(t.isfinite().all()) for t in model.parameters()):
+                    raise ModelFittingError("the fit ended at non-finite values")
                 break
             except (ModelFittingError, RuntimeError, ValueError) as err:
                 last_error = err
