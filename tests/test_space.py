@@ -203,3 +203,65 @@ def test_bad_space_definitions_raise():
         TreeSpace.from_hierarchical_dependencies({}, torch.zeros(2, 2), names=["a"])
     with pytest.raises(ValueError, match="by must be"):
         jenatton_space().sample(3, by="leaf")
+
+
+@pytest.mark.parametrize(
+    "build, error, match",
+    [
+        (lambda: Real("x", "0", 1), TypeError, "'x': lower must be a number"),
+        (lambda: Real("x", 0, True), TypeError, "'x': upper must be a number"),
+        (lambda: Real("x", 0, 1, log_scale="yes"), TypeError, "'x': log_scale"),
+        (lambda: Choice("c", "ab"), TypeError, "'c'.*the string 'ab'"),
+        (lambda: Choice("c", [0, False]), ValueError, r"'c': labels \[0, False\]"),
+        (lambda: Choice("c", [1, 1.0, 2]), ValueError, r"'c': labels \[1, 1.0\]"),
+        (lambda: Choice("c", [[1], [2]]), TypeError, "'c': label \\[1\\] is not hash"),
+        (lambda: Choice("c", [float("nan")]), ValueError, "'c': NaN"),
+        (lambda: Choice("c", 3), TypeError, "'c': options must be"),
+        (lambda: TreeSpace(Vertex()), ConfigurationError, "no parameters"),
+        (
+            lambda: TreeSpace.from_hierarchical_dependencies(
+                {0: {0: [1], 1: [2]}}, torch.ones(2, 3), log_scale=[0]
+            ),
+            ValueError,
+            "column 0 \\('x0'\\) is a choice",
+        ),
+        (
+            lambda: TreeSpace.from_hierarchical_dependencies(
+                {}, torch.ones(2, 2), log_scale=[5]
+            ),
+            ValueError,
+            "log_scale: 5 is not a column",
+        ),
+    ],
+)
+def test_bad_parameters_are_refused_naming_them(build, error, match):
+    with pytest.raises(error, match=match):
+        build()
+
+
+def test_real_bounds_are_stored_as_floats_and_values_in_the_spaces_terms():
+    import numpy as np
+
+    assert Real("x", 0, 1) == Real("x", 0.0, 1.0)
+    assert type(Real("x", np.int64(0), 1).lower) is float
+    space = jenatton_space()
+    told = {
+        "x1": np.int64(0),
+        "x2": 1.0,
+        "r8": np.float32(0.5),
+        "x5": torch.tensor(0.1),
+    }
+    canonical = space.validate(told)
+    assert canonical == {"x1": 0, "x2": 1, "r8": 0.5, "x5": float(torch.tensor(0.1))}
+    assert [type(canonical[k]) for k in ("x1", "x2", "r8")] == [int, int, float]
+
+
+def test_to_dicts_refuses_nan_in_active_columns_only():
+    space = jenatton_space()
+    X = space.sample(4, seed=0)
+    active = space.column_activity(X)
+    X[~active] = float("nan")  # inactive columns do not matter
+    assert space.to_dicts(X) == space.to_dicts(space.canonicalize(X.nan_to_num()))
+    X[2, space.columns["x1"].column] = float("nan")  # the root choice
+    with pytest.raises(ValueError, match="row 2 has NaN for the active parameter 'x1'"):
+        space.to_dicts(X)

@@ -58,6 +58,32 @@ class Real:
                 f"Real {self.name!r}: log_scale needs lower > 0, got {lo}."
             )
 
+    def check(self, value: Any) -> float:
+        """``value`` as a float within the bounds.
+
+        Values beyond a bound by round-off (``1e-9`` of the range's scale,
+        e.g. from a log/exp round trip) are clamped to it.
+
+        Raises:
+            ConfigurationError: Naming the parameter, if ``value`` is not a
+                finite real number within the bounds.
+        """
+        try:
+            value = as_real_number(value)
+        except TypeError as err:
+            raise ConfigurationError(
+                f"parameter {self.name!r} must be a real number, got {err}."
+            ) from None
+        if not math.isfinite(value):
+            raise ConfigurationError(f"parameter {self.name!r} is not finite: {value}.")
+        tol = 1e-9 * max(1.0, abs(self.lower), abs(self.upper))
+        if not self.lower - tol <= value <= self.upper + tol:
+            raise ConfigurationError(
+                f"parameter {self.name!r} = {value} is outside "
+                f"[{self.lower}, {self.upper}]."
+            )
+        return min(max(value, self.lower), self.upper)
+
     @property
     def model_bounds(self) -> tuple[float, float]:
         """Bounds in the tensor representation (``log10`` if ``log_scale``)."""

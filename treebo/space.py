@@ -39,7 +39,6 @@ from treebo.parameters import (
     ConfigurationError,
     Real,
     Vertex,
-    as_real_number,
 )
 from treebo.structure import HierarchicalDependencies, TreeStructure
 
@@ -413,7 +412,11 @@ class TreeSpace:
         while stack:
             vertex = stack.pop()
             for p in vertex.params:
-                value = canonical[p.name] = self._check_real(p, config)
+                if p.name not in config:
+                    raise ConfigurationError(
+                        f"missing value for active parameter {p.name!r}."
+                    )
+                value = canonical[p.name] = p.check(config[p.name])
                 row[self.columns[p.name].column] = (
                     math.log10(value) if p.log_scale else value
                 )
@@ -434,28 +437,6 @@ class TreeSpace:
                 "(its branch is not chosen); leave it out."
             )
         return row
-
-    @staticmethod
-    def _check_real(p: Real, config: Mapping[str, Any]) -> float:
-        """The value of ``p`` in ``config`` as a float within its bounds."""
-        if p.name not in config:
-            raise ConfigurationError(f"missing value for active parameter {p.name!r}.")
-        value = config[p.name]
-        try:
-            value = as_real_number(value)
-        except TypeError as err:
-            raise ConfigurationError(
-                f"parameter {p.name!r} must be a real number, got {err}."
-            ) from None
-        if not math.isfinite(value):
-            raise ConfigurationError(f"parameter {p.name!r} is not finite: {value}.")
-        # A small tolerance absorbs round-off from log/exp round trips.
-        tol = 1e-9 * max(1.0, abs(p.lower), abs(p.upper))
-        if not p.lower - tol <= value <= p.upper + tol:
-            raise ConfigurationError(
-                f"parameter {p.name!r} = {value} is outside [{p.lower}, {p.upper}]."
-            )
-        return min(max(value, p.lower), p.upper)
 
     # -------------------------------------------------------------- sampling
     def sample(
