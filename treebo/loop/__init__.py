@@ -10,14 +10,17 @@
     result.best_params, result.best_value
 
 Every evaluation is recorded as a :class:`Trial`. An objective that raises or
-returns NaN/inf is recorded as failed and the loop goes on (the model sees the
-worst value observed so far at that point, so it steers away from it). With a
-``checkpoint`` path the run is written atomically after every evaluation, and a
-run started with the same path and settings resumes from it exactly.
+returns anything but a finite real number is recorded as failed, with the
+reason, and the loop goes on (the model sees the worst score observed so far
+at that point, so it steers away from it); a :class:`ProcessExecutor` also
+ends evaluations that run past a time limit. With a ``checkpoint`` path every
+evaluation is appended to a journal as soon as it is told, and a run started
+with the same path and settings resumes from it exactly.
 """
 
 from treebo.loop.checkpoint import CHECKPOINT_VERSION, CheckpointMismatchError
 from treebo.loop.design import initial_design
+from treebo.loop.executors import EvaluationTimeout, ProcessExecutor
 from treebo.loop.history import History, OptimizationResult, Trial
 from treebo.loop.optimizer import TreeOptimizer
 from treebo.loop.run import minimize
@@ -25,8 +28,10 @@ from treebo.loop.run import minimize
 __all__ = [
     "CHECKPOINT_VERSION",
     "CheckpointMismatchError",
+    "EvaluationTimeout",
     "History",
     "OptimizationResult",
+    "ProcessExecutor",
     "TreeOptimizer",
     "Trial",
     "initial_design",

@@ -98,9 +98,12 @@ def minimize(
             a run is killed are not in it (a resumed run proposes again).
         n_workers: How many evaluations may run at once.
         executor: A :class:`concurrent.futures.Executor` to run the evaluations
-            in (e.g. a ``ProcessPoolExecutor``, whose ``objective`` must then be
-            picklable); it is not shut down here. Default: the calling thread
-            when ``n_workers == 1``, else a ``ThreadPoolExecutor`` with
+            in; it is not shut down here. A
+            :class:`~treebo.loop.ProcessExecutor` runs each evaluation in a
+            process of its own and ends the ones that run past its
+            ``timeout`` (recorded as failed trials); a ``ProcessPoolExecutor``
+            needs a picklable ``objective``. Default: the calling thread when
+            ``n_workers == 1``, else a ``ThreadPoolExecutor`` with
             ``n_workers`` threads (suits objectives that wait on a subprocess,
             a GPU or a remote job).
         callback: Called with each new :class:`Trial`.
@@ -176,8 +179,8 @@ def minimize(
                 params = running.pop(future)
                 try:
                     value, seconds = future.result()
-                except Exception as err:  # e.g. a worker process died
-                    value, seconds = err, 0.0
+                except Exception as err:  # a worker died or ran out of time
+                    value, seconds = err, getattr(err, "seconds", 0.0)
                 record(params, value, seconds)
     finally:
         # Keep evaluations that finished while the loop was being stopped.

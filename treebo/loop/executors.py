@@ -1,0 +1,176 @@
+"""Evaluations in their own processes, with a time limit: :class:`ProcessExecutor`.
+
+Python cannot stop a function that hangs in a thread. An evaluation that may
+hang (a simulator that deadlocks, a training run that never converges) is
+run in a process of its own instead, which can be ended: each call submitted
+to a :class:`ProcessExecutor` starts a fresh process, and a call that runs
+past ``timeout`` seconds has its process ended and its future raise
+:class:`EvaluationTimeout`. :func:`~treebo.minimize` records that as a failed
+trial and goes on.
+
+Example:
+    >>> import time
+    >>> from treebo.loop import ProcessExecutor
+    >>> with ProcessExecutor(max_workers=2, timeout=0.5) as pool:
+    ...     quick, stuck = pool.submit(abs, -3), pool.submit(time.sleep, 60)
+    ...     print(quick.result(), type(stuck.exception()).__name__)
+    3 EvaluationTimeout
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from multiprocessing.context import BaseContext
+from typing import Any
+
+#: Seconds a process gets to exit after SIGTERM before it is killed.
+TERMINATE_GRACE = 1.0
+
+
+class EvaluationTimeout(TimeoutError):
+    """An evaluation ran past its time limit; its process was ended.
+
+    Attributes:
+        seconds: The time limit.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(
+            f"the evaluation ran for more than {seconds:g} s; its process was ended"
+        )
+        self.seconds = seconds
+
+
+class ProcessExecutor(Executor):
+    """A :class:`concurrent.futures.Executor` that runs each call in a new process.
+
+    Unlike :class:`~concurrent.futures.ProcessPoolExecutor`, no worker is
+    reused, so a call that runs too long can be ended without touching the
+    others, and a call that crashes its process (a segfault, ``os._exit``)
+    fails alone with a :class:`ChildProcessError`.
+
+    Args:
+        max_workers: How many calls run at once; further calls wait.
+        timeout: Seconds a call may run (``None``: no limit). A call past it
+            has its process terminated (killed if it has not exited
+            :data:`TERMINATE_GRACE` seconds later) and its future raises
+            :class:`EvaluationTimeout`.
+        mp_context: The :mod:`multiprocessing` context that starts the
+            processes (default: the platform's default start method, as for
+            ``ProcessPoolExecutor``). With ``"spawn"`` or ``"forkserver"``
+            the function and its arguments must be picklable. Results and
+            exceptions always travel back pickled.
+
+    Example:
+        >>> with ProcessExecutor(max_workers=1, timeout=60) as pool:
+        ...     pool.submit(pow, 2, 10).result()
+        1024
+    """
+
+    def __init__(
+        self,
+        max_workers: int = 1,
+        timeout: float | None = None,
+        mp_context: BaseContext | None = None,
+    ) -> None:
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int):
+            raise TypeError(f"max_workers must be an int, got {max_workers!r}.")
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, got {max_workers}.")
+        if timeout is not None and not (
+            isinstance(timeout, (int, float))
+            and not isinstance(timeout, bool)
+            and timeout > 0
+        ):
+            raise ValueError(
+                f"timeout must be a positive number or None, got {timeout!r}."
+            )
+        self.max_workers = max_workers
+        self.timeout = None if timeout is None else float(timeout)
+        self._context = mp_context or multiprocessing.get_context()
+        self._waiters = ThreadPoolExecutor(
+            max_workers, thread_name_prefix="treebo-eval"
+        )
+        self._running: set[multiprocessing.process.BaseProcess] = set()
+        self._lock = threading.Lock()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """Run ``fn(*args, **kwargs)`` in a new process; returns its future."""
+        return self._waiters.submit(self._run, fn, args, kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop taking calls; with ``cancel_futures``, also end running ones.
+
+        Args:
+            wait: Wait for the running calls (and, without ``cancel_futures``,
+                the queued ones) to finish.
+            cancel_futures: Cancel queued calls and end the processes of
+                running ones (their futures raise ``ChildProcessError``).
+        """
+        if cancel_futures:
+            with self._lock:
+                running = list(self._running)
+            for process in running:
+                _end(process)
+        self._waiters.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+    def _run(self, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any]) -> Any:
+        receive, send = self._context.Pipe(duplex=False)
+        process = self._context.Process(
+            target=_call_and_send, args=(send, fn, args, kwargs), name="treebo-eval"
+        )
+        with self._lock:
+            process.start()
+            self._running.add(process)
+        send.close()  # the child holds the only writing end now
+        try:
+            if not receive.poll(self.timeout):
+                _end(process)
+                raise EvaluationTimeout(self.timeout)
+            try:
+                succeeded, payload = receive.recv()
+            except EOFError:
+                process.join()
+                raise ChildProcessError(
+                    f"the evaluation's process exited with code {process.exitcode} "
+                    "before returning a result"
+                ) from None
+            process.join()
+        finally:
+            receive.close()
+            with self._lock:
+                self._running.discard(process)
+        if succeeded:
+            return payload
+        raise payload
+
+
+def _call_and_send(
+    send: Connection, fn: Callable[..., Any], args: tuple, kwargs: dict
+) -> None:
+    """The child's side: call ``fn`` and send ``(succeeded, result or error)``."""
+    try:
+        message = (True, fn(*args, **kwargs))
+    except BaseException as err:  # sent back to the parent's future
+        message = (False, err)
+    try:
+        send.send(message)
+    except Exception as err:  # the result or the exception does not pickle
+        send.send((False, TypeError(f"could not send the result back: {err}")))
+    finally:
+        send.close()
+
+
+def _end(process: multiprocessing.process.BaseProcess) -> None:
+    """Terminate ``process``, and kill it if it has not exited soon after."""
+    if process.exitcode is not None:
+        return
+    process.terminate()
+    process.join(TERMINATE_GRACE)
+    if process.exitcode is None:
+        process.kill()
+        process.join()
