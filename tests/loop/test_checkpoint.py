@@ -57,7 +57,7 @@ def test_tell_appends_one_line_and_rewrites_nothing(tmp_path):
         after = path.read_bytes()
         assert after.startswith(before)  # append-only
         sizes.append(after.count(b"\n") - before.count(b"\n"))
-    assert sizes == [2, 1, 1, 1]  # the header comes with the first trial
+    assert sizes == [1, 1, 1, 1]  # the header is written by the constructor
 
 
 def test_a_last_line_cut_short_is_dropped_with_a_warning(tmp_path):

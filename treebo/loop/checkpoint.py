@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -112,7 +112,7 @@ def run_identity(
 
 def trial_record(space: TreeSpace, trial: Trial) -> dict[str, Any]:
     """``trial`` as JSON data, choice values as the index of their label."""
-    record = asdict(trial)
+    record = {f.name: getattr(trial, f.name) for f in fields(trial)}
     record["params"] = {
         name: _label_index(space.columns[name].param, value)
         for name, value in trial.params.items()
@@ -150,33 +150,30 @@ class Journal:
     def __init__(self, path: str | os.PathLike, identity: dict[str, Any]) -> None:
         self.path = Path(path)
         self.identity = identity
-        self._has_header = False
 
     def open(self, space: TreeSpace) -> Checkpoint | None:
-        """Read the file if it exists, check its identity, and compact it.
+        """Read the file if it exists, check its identity, and compact it;
+        else start it with the header. Call before appending.
 
         Returns:
-            The saved run, or ``None`` if there is no file yet.
+            The saved run, or ``None`` if there was no file (or an empty one).
 
         Raises:
             ValueError: If the file is not a treebo checkpoint.
             CheckpointMismatchError: If it was written by a run with other
                 settings (the message names them).
         """
-        if not self.path.exists():
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            # Write the header now, so that the first trial is a plain append.
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomically(self.path, self._header() + "\n")
             return None
         saved = self._read(space)
         lines = [self._header()]
         lines += [json.dumps({"trial": trial_record(space, t)}) for t in saved.history]
         if saved.strategy_state:
             lines.append(json.dumps({"strategy_state": saved.strategy_state}))
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with open(tmp, "w") as fh:
-            fh.write("\n".join(lines) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
-        self._has_header = True
+        _write_atomically(self.path, "\n".join(lines) + "\n")
         return saved
 
     def append_trial(self, space: TreeSpace, trial: Trial) -> None:
@@ -192,13 +189,8 @@ class Journal:
         return json.dumps(header)
 
     def _append(self, event: dict[str, Any]) -> None:
-        line = json.dumps(event) + "\n"
-        if not self._has_header:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            line = self._header() + "\n" + line
-            self._has_header = True
         with open(self.path, "a") as fh:
-            fh.write(line)
+            fh.write(json.dumps(event) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
 
@@ -290,6 +282,16 @@ class Journal:
             stacklevel=4,
         )
         return Checkpoint(self.identity, trials, {})
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` (a temporary file, then a rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
 
 
 def _tuples(params: dict[str, Any]) -> dict[str, Any]:

@@ -97,6 +97,7 @@ class ProcessExecutor(Executor):
         )
         self._running: set[multiprocessing.process.BaseProcess] = set()
         self._lock = threading.Lock()
+        self._cancelled = False
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         """Run ``fn(*args, **kwargs)`` in a new process; returns its future."""
@@ -112,8 +113,12 @@ class ProcessExecutor(Executor):
                 running ones (their futures raise ``ChildProcessError``).
         """
         if cancel_futures:
+            # Close the queue first: a call ended below must not let a queued
+            # one start in its place.
             with self._lock:
+                self._cancelled = True
                 running = list(self._running)
+            self._waiters.shutdown(wait=False, cancel_futures=True)
             for process in running:
                 _end(process)
         self._waiters.shutdown(wait=wait, cancel_futures=cancel_futures)
@@ -124,6 +129,8 @@ class ProcessExecutor(Executor):
             target=_call_and_send, args=(send, fn, args, kwargs), name="treebo-eval"
         )
         with self._lock:
+            if self._cancelled:
+                raise ChildProcessError("the executor was shut down")
             process.start()
             self._running.add(process)
         send.close()  # the child holds the only writing end now

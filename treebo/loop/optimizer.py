@@ -198,15 +198,21 @@ class TreeOptimizer:
                 failed trial with the reason in its ``error``.
             eval_seconds: How long the evaluation took.
         """
-        params = self.space.validate(params)
-        x = self.space.to_tensor([params])[0]
-        pending = self._match_pending(params, x)
+        # The common case, the dict that ask() returned, is journaled first:
+        # a kill right after the evaluation must find it on disk.
+        pending = next((p for p in self._pending if p["params"] == params), None)
+        if pending is not None:
+            params, x = pending["params"], pending["x"]
+        else:
+            params = self.space.validate(params)
+            x = self.space.to_tensor([params])[0]
+            pending = self._match_pending(x)
         if pending is not None:
             self._pending.remove(pending)
         value, error = parse_outcome(value)
         trial = Trial(
             index=len(self.history),
-            params=params,
+            params=dict(params),
             value=value,
             status="ok" if error is None else "failed",
             error=error,
@@ -214,7 +220,7 @@ class TreeOptimizer:
             proposal_seconds=pending["seconds"] if pending else 0.0,
             eval_seconds=float(eval_seconds),
         )
-        if self._journal is not None:  # on disk before anything else
+        if self._journal is not None:
             self._journal.append_trial(self.space, trial)
         self.history.append(trial, x)
         if error is not None:
@@ -243,14 +249,11 @@ class TreeOptimizer:
                 stacklevel=3,
             )
 
-    def _match_pending(
-        self, params: dict[str, Any], x: Tensor
-    ) -> dict[str, Any] | None:
-        """The pending entry ``params`` answers: an exact match, else the
-        nearest one within :data:`PENDING_MATCH_TOL` of each range."""
-        exact = next((p for p in self._pending if p["params"] == params), None)
-        if exact is not None or not self._pending:
-            return exact
+    def _match_pending(self, x: Tensor) -> dict[str, Any] | None:
+        """The pending entry nearest to the encoding ``x``, if it is within
+        :data:`PENDING_MATCH_TOL` of each range (round-off)."""
+        if not self._pending:
+            return None
         width = (self.space.bounds[1] - self.space.bounds[0]).clamp_min(1e-300)
         X = torch.stack([p["x"] for p in self._pending])
         gap = ((X - x).abs() / width).amax(-1)
