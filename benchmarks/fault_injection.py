@@ -31,10 +31,10 @@ import sys
 import time
 from pathlib import Path
 
-BUDGET, N_INITIAL = 20, 5
+N_INITIAL = 5
 
 
-def child(folder: Path, seed: int) -> None:
+def child(folder: Path, seed: int, budget: int) -> None:
     """The killed program: minimize P1(a) with a checkpoint in ``folder``."""
     from treebo import minimize
     from treebo.strategies import AddTreeOptions
@@ -54,7 +54,7 @@ def child(folder: Path, seed: int) -> None:
     minimize(
         objective,
         problem.space,
-        budget=BUDGET,
+        budget=budget,
         seed=seed,
         n_initial=N_INITIAL,
         options=AddTreeOptions(num_restarts=4, raw_samples=64),
@@ -62,9 +62,10 @@ def child(folder: Path, seed: int) -> None:
     )
 
 
-def _start(folder: Path, seed: int) -> subprocess.Popen:
+def _start(folder: Path, seed: int, budget: int) -> subprocess.Popen:
+    command = [sys.executable, __file__, "--child", str(folder)]
     return subprocess.Popen(
-        [sys.executable, __file__, "--child", str(folder), "--seed", str(seed)],
+        [*command, "--seed", str(seed), "--budget", str(budget)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -74,8 +75,16 @@ def _lines(path: Path) -> int:
     return path.read_bytes().count(b"\n") if path.exists() else 0
 
 
-def killed_run(folder: Path, mode: str, kills: int, seed: int) -> dict:
-    """Kill a run ``kills`` times (``mode`` "random" or "returned"), then let
+def killed_run(
+    folder: Path,
+    mode: str,
+    kills: int,
+    seed: int,
+    budget: int = 20,
+    window: tuple[float, float] = (1.0, 8.0),
+) -> dict:
+    """Kill a run ``kills`` times (``mode`` "random": after a uniform delay in
+    ``window`` seconds; "returned": as soon as an evaluation returns), then let
     it finish; count lost and repeated evaluations."""
     folder.mkdir(parents=True, exist_ok=True)
     side = folder / "evaluated.jsonl"
@@ -83,9 +92,9 @@ def killed_run(folder: Path, mode: str, kills: int, seed: int) -> dict:
     done = 0
     while done < kills:
         seen = _lines(side)
-        process = _start(folder, seed)
-        if mode == "random":  # imports take about 2 s, the run about 10 s
-            deadline = time.monotonic() + rng.uniform(1.0, 8.0)
+        process = _start(folder, seed, budget)
+        if mode == "random":  # imports take about 2 s
+            deadline = time.monotonic() + rng.uniform(*window)
             while time.monotonic() < deadline and process.poll() is None:
                 time.sleep(0.01)
         else:
@@ -96,7 +105,7 @@ def killed_run(folder: Path, mode: str, kills: int, seed: int) -> dict:
         process.send_signal(signal.SIGKILL)
         process.wait()
         done += 1
-    final = _start(folder, seed)
+    final = _start(folder, seed, budget)
     _, err = final.communicate()
     if final.returncode != 0:
         raise RuntimeError(f"the resumed run failed:\n{err.decode()}")
@@ -123,6 +132,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--child", type=Path)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--budget", type=int, default=20)
     parser.add_argument("--kills", type=int, default=20, help="kills per mode")
     parser.add_argument("--runs", type=int, default=4, help="runs per mode")
     parser.add_argument(
@@ -133,14 +143,16 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.child is not None:
-        child(args.child, args.seed)
+        child(args.child, args.seed, args.budget)
         return
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for mode in ("random", "returned"):
         totals = {"kills": 0, "lost": 0, "repeated": 0, "evaluated": 0}
         for run in range(args.runs):
             folder = args.folder / f"{mode}_{run}_{os.getpid()}"
-            record = killed_run(folder, mode, args.kills // args.runs, seed=run)
+            record = killed_run(
+                folder, mode, args.kills // args.runs, seed=run, budget=args.budget
+            )
             record["date"] = time.strftime("%Y-%m-%d")
             with open(args.out, "a") as fh:
                 fh.write(json.dumps(record) + "\n")

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from benchmarks.fault_injection import killed_run
 from tests.loop.journal import read_journal
 from treebo import TreeOptimizer, minimize
 from treebo.loop import CHECKPOINT_VERSION, CheckpointMismatchError
@@ -168,3 +169,12 @@ def test_a_version_1_checkpoint_resumes_its_history_with_a_warning(tmp_path):
     with pytest.warns(RuntimeWarning, match="version 1"):
         opt = TreeOptimizer(problem.space, checkpoint=path)
     assert [t.params for t in opt.history] == params
+
+
+@pytest.mark.parametrize("mode", ["random", "returned"])
+def test_a_killed_process_resumes_with_every_finished_evaluation(tmp_path, mode):
+    # A subprocess killed with SIGKILL at a random moment, or as soon as an
+    # evaluation has returned, twice, then resumed to the end.
+    record = killed_run(tmp_path, mode, kills=2, seed=0, budget=8, window=(0.5, 3))
+    assert record["kills"] >= 1 and record["told"] == 8
+    assert record["lost"] == 0 and record["repeated"] == 0

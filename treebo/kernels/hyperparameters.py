@@ -19,8 +19,8 @@ Example:
     >>> from treebo.kernels import AddTreeKernel
     >>> k = AddTreeKernel(3, {0: {0: [1], 1: [2]}}, share_outputscales="all")
     >>> k.outputscale = 0.5
-    >>> k.outputscale.shape, k.group_outputscale.tolist()
-    (torch.Size([3]), [0.5])
+    >>> k.outputscale.shape, round(k.group_outputscale.item(), 12)
+    (torch.Size([3]), 0.5)
 """
 
 from __future__ import annotations

@@ -27,7 +27,10 @@ def initial_design(space: TreeSpace, n: int, seed: int | None) -> list[dict[str,
         seed: Seed of the path order and the scrambling (``None`` means 0).
 
     Example:
-        >>> configs = initial_design(space, 6, seed=0)
+        >>> from treebo.test_functions import Jenatton
+        >>> configs = initial_design(Jenatton().space, 8, seed=0)
+        >>> sorted({(c["x1"], c.get("x2"), c.get("x3")) for c in configs}, key=str)
+        [(0, 0, None), (0, 1, None), (1, None, 0), (1, None, 1)]
     """
     gen = torch.Generator()
     gen.manual_seed(0 if seed is None else seed)

@@ -90,7 +90,8 @@ class History(Sequence[Trial]):
         space: The search space the configurations belong to.
 
     Example:
-        >>> history = History(space)
+        >>> from treebo.space import Real, TreeSpace, Vertex
+        >>> history = History(TreeSpace(Vertex([Real("x", 0, 1)])))
         >>> history.append(Trial(0, {"x": 0.5}, 1.2))
         >>> history.X.shape  # n x d
         torch.Size([1, 1])

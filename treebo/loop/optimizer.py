@@ -10,7 +10,7 @@ Example:
     >>> from treebo.test_functions import Jenatton
     >>> problem = Jenatton()
     >>> opt = TreeOptimizer(problem.space, seed=0)
-    >>> for _ in range(12):
+    >>> for _ in range(8):
     ...     params = opt.ask()
     ...     trial = opt.tell(params, problem.objective(params))
     >>> opt.best_trial.value < 1.0
@@ -69,9 +69,20 @@ class TreeOptimizer:
         dtype: Floating point type of the models (default float64).
 
     Example:
-        >>> opt = TreeOptimizer(space, seed=0, checkpoint="run.json")
+        >>> import pathlib, tempfile
+        >>> from treebo.space import Choice, Real, TreeSpace, Vertex
+        >>> space = TreeSpace(Vertex(choices=[Choice("model", {
+        ...     "linear": Vertex([Real("l2", 1e-6, 1.0, log_scale=True)]),
+        ...     "tree": Vertex([Real("depth", 1, 10)])})]))
+        >>> def objective(params):
+        ...     return params.get("l2", 0.1) + params.get("depth", 5) / 10
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "run.jsonl"
+        >>> opt = TreeOptimizer(space, seed=0, checkpoint=path)
         >>> params = opt.ask()
-        >>> opt.tell(params, objective(params))
+        >>> opt.tell(params, objective(params)).status
+        'ok'
+        >>> len(TreeOptimizer(space, seed=0, checkpoint=path).history)  # resumed
+        1
     """
 
     def __init__(

@@ -117,7 +117,7 @@ def minimize(
     Example:
         >>> from treebo.test_functions import Jenatton
         >>> problem = Jenatton()
-        >>> result = minimize(problem.objective, problem.space, budget=20, seed=0)
+        >>> result = minimize(problem.objective, problem.space, budget=10, seed=0)
         >>> result.best_value < 1.0
         True
     """

@@ -139,10 +139,16 @@ class AddTreeGP(SingleTaskGP):
             ``shared_component``); default Definition 4 of the paper.
 
     Example:
-        >>> model = AddTreeGP(X, Y, space.to_hierarchical_dependencies(),
+        >>> from treebo.models import fit_model
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> X = problem.space.sample(20, seed=0)
+        >>> Y = problem(X).unsqueeze(-1)
+        >>> model = AddTreeGP(X, Y, problem.space.to_hierarchical_dependencies(),
         ...                   share_lengthscales="depth", vertex_bias="all")
-        >>> fit_model(model)
-        >>> post = model.vertex_posterior(X_query)  # r x V means and variances
+        >>> _ = fit_model(model)
+        >>> model.posterior(problem.space.sample(5, seed=1)).mean.shape
+        torch.Size([5, 1])
     """
 
     def __init__(

@@ -112,8 +112,18 @@ class OffsetModel(Model):
             differentiably.
 
     Example:
-        >>> shifted = OffsetModel(residual_gp, lambda X: prior_mean(X))
-        >>> UpperConfidenceBound(shifted, beta=0.1)(X)
+        >>> import torch
+        >>> from botorch.acquisition import UpperConfidenceBound
+        >>> from botorch.models import SingleTaskGP
+        >>> X = torch.rand(8, 2, dtype=torch.float64)
+        >>> prior_mean = lambda Z: Z.sum(-1)  # batch x q x d -> batch x q
+        >>> residual_gp = SingleTaskGP(X, (X.prod(-1) - X.sum(-1)).unsqueeze(-1))
+        >>> shifted = OffsetModel(residual_gp, prior_mean)
+        >>> Z = torch.rand(3, 1, 2, dtype=torch.float64)
+        >>> ucb = UpperConfidenceBound(shifted, beta=0.1)(Z)
+        >>> plain = UpperConfidenceBound(residual_gp, beta=0.1)(Z)
+        >>> torch.allclose(ucb - plain, prior_mean(Z).squeeze(-1))
+        True
     """
 
     def __init__(self, model: Model, offset: Callable[[Tensor], Tensor]) -> None:

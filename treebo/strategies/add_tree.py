@@ -62,8 +62,11 @@ class AddTreeStrategy(Strategy):
             optimization and local step).
 
     Example:
+        >>> from treebo import TreeOptimizer
+        >>> from treebo.test_functions import Jenatton
         >>> strategy = AddTreeStrategy(AddTreeOptions(noise_floor=1e-4))
-        >>> TreeOptimizer(space, model=strategy)
+        >>> TreeOptimizer(Jenatton().space, model=strategy).strategy.name
+        'add_tree'
     """
 
     name = "add_tree"
@@ -197,7 +200,11 @@ class AddTreeUCBStrategy(AddTreeStrategy):
         dtype: Floating point type of the models (default float64).
 
     Example:
-        >>> TreeOptimizer(space, model="add_tree_ucb")
+        >>> from treebo import TreeOptimizer
+        >>> from treebo.test_functions import Jenatton
+        >>> opt = TreeOptimizer(Jenatton().space, model="add_tree_ucb")
+        >>> type(opt.strategy).__name__, opt.strategy.options.path_selection
+        ('AddTreeUCBStrategy', 'joint')
     """
 
     name = "add_tree_ucb"

@@ -40,6 +40,7 @@ def count_failures(scores: Tensor, kinds: Sequence[str]) -> Failures:
         kinds: The ``n`` trials' kinds (``"local"`` for local steps).
 
     Example:
+        >>> import torch
         >>> count_failures(torch.tensor([1.0, 0.5, 0.7]), ["initial", "bo", "local"])
         Failures(global_=0, local=1, local_streak=1)
     """

@@ -41,7 +41,22 @@ def believe_pending(
         (``(n + p) x d``, ``(n + p) x 1``).
 
     Example:
-        >>> believer, X_aug, y_aug = believe_pending(model, X, y, Xp, build)
+        >>> from treebo import TreeOptimizer
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> opt = TreeOptimizer(problem.space, seed=0, n_initial=6)
+        >>> for _ in range(7):  # six initial points, then one model-based
+        ...     params = opt.ask()
+        ...     _ = opt.tell(params, problem.objective(params))
+        >>> obs = opt.observations()
+        >>> strategy = opt.strategy
+        >>> def build(X, y, floor):
+        ...     return strategy.build_model(obs.space, X, y, floor)
+        >>> pending = obs.space.sample(2, seed=1)
+        >>> believer, X_aug, y_aug = believe_pending(
+        ...     opt.last_model, obs.X, obs.y, pending, build)
+        >>> X_aug.shape, y_aug.shape
+        (torch.Size([9, 9]), torch.Size([9, 1]))
     """
     with torch.no_grad():
         mean, _ = model.posterior_mean_variance(X_pending.to(X))

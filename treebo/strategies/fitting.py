@@ -32,8 +32,20 @@ class WarmStartFit:
         criterion: ``"mll"`` or ``"loo"`` (see :func:`~treebo.models.fit_model`).
 
     Example:
+        >>> from treebo.models import AddTreeGP, noise_floor_likelihood
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> deps = problem.space.to_hierarchical_dependencies()
+        >>> def build(X, floor):
+        ...     Y = problem(X).unsqueeze(-1)
+        ...     return AddTreeGP(X, Y, deps, likelihood=noise_floor_likelihood(floor))
         >>> fitter = WarmStartFit()
-        >>> model = fitter.fit(lambda floor: build(X, y, floor), noise_floor=1e-6)
+        >>> X = problem.space.sample(13, seed=0)
+        >>> first = fitter.fit(lambda floor: build(X[:12], floor), 1e-6)
+        >>> state = fitter.state_dict()  # JSON-ready: what a checkpoint stores
+        >>> second = fitter.fit(lambda floor: build(X, floor), 1e-6)  # warm
+        >>> sorted(state) == sorted(fitter.state_dict())
+        True
     """
 
     def __init__(self, warm_start: bool = True, criterion: str = "mll") -> None:

@@ -42,9 +42,18 @@ class LocalSteps:
         options: The :class:`~treebo.strategies.LocalStepOptions`.
 
     Example:
-        >>> steps = LocalSteps(LocalStepOptions())
-        >>> if steps.is_near(space, candidate, incumbent):
-        ...     local = steps.candidate(observations, X, y, model)
+        >>> from treebo import TreeOptimizer
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> opt = TreeOptimizer(problem.space, seed=0, n_initial=6)
+        >>> for _ in range(10):  # six initial points, then model-based ones
+        ...     params = opt.ask()
+        ...     _ = opt.tell(params, problem.objective(params))
+        >>> obs = opt.observations()
+        >>> steps = LocalSteps(LocalStepOptions(radius=0.1))
+        >>> step = steps.candidate(obs, obs.X, obs.y, opt.last_model)
+        >>> steps.is_near(obs.space, step[0], obs.incumbent)  # within the radius
+        True
     """
 
     def __init__(self, options: LocalStepOptions) -> None:

@@ -98,8 +98,12 @@ class AddTreeOptions:
         local: Local refinement of the incumbent, or ``None`` for none.
 
     Example:
+        >>> from treebo import TreeOptimizer
+        >>> from treebo.test_functions import Jenatton
         >>> options = AddTreeOptions(noise_floor=1e-4, local=None)
-        >>> TreeOptimizer(space, model="add_tree", options=options)
+        >>> opt = TreeOptimizer(Jenatton().space, model="add_tree", options=options)
+        >>> opt.strategy.options.local is None
+        True
     """
 
     kernel: AddTreeKernelOptions = LOOP_KERNEL_OPTIONS
