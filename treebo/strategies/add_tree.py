@@ -52,8 +52,8 @@ class AddTreeStrategy(Strategy):
 
     Args:
         options: :class:`~treebo.strategies.AddTreeOptions`.
-        device: Device of the models (default CPU).
-        dtype: Floating point type of the models (default float64).
+        **kwargs: ``device`` and ``dtype`` of the models (default CPU,
+            float64).
 
     Attributes:
         last_model: The global model of the last proposal.
@@ -196,8 +196,8 @@ class AddTreeUCBStrategy(AddTreeStrategy):
 
     Args:
         options: :class:`~treebo.strategies.AddTreeUCBOptions`.
-        device: Device of the models (default CPU).
-        dtype: Floating point type of the models (default float64).
+        **kwargs: ``device`` and ``dtype`` of the models (default CPU,
+            float64).
 
     Example:
         >>> from treebo import TreeOptimizer
