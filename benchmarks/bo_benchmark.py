@@ -81,14 +81,17 @@ from treebo.strategies import AddTreeOptions, AddTreeUCBOptions
 
 if __package__:  # imported as benchmarks.bo_benchmark
     from .summarize import parse_seeds
+    from .validation_problems import VALIDATION_PROBLEMS
 else:  # run as a script: benchmarks/ is on sys.path
     from summarize import parse_seeds
+    from validation_problems import VALIDATION_PROBLEMS
 from treebo.test_functions import GeneralizedJenatton, Jenatton
 
 PROBLEMS = {
     "p1a": lambda: Jenatton("paper"),
     "p1b": lambda: Jenatton("ax"),
     "p2": lambda: GeneralizedJenatton(depth=4, balanced=True),
+    **VALIDATION_PROBLEMS,
 }
 
 
@@ -330,6 +333,16 @@ def run(
     start over.
     """
     problem = PROBLEMS[problem_name]()
+    if hasattr(problem, "reseed"):  # a noisy validation problem
+        problem.reseed(seed)
+    evaluated: list[dict] = []
+    objective = problem.objective
+
+    def recorded(params: dict) -> float:
+        evaluated.append(dict(params))
+        return objective(params)
+
+    problem.objective = recorded
     space = problem.space
     design = initial_design(space, seed)
     values: list[float] = []
@@ -377,7 +390,7 @@ def run(
         values = run_optuna(problem, design, seed, budget)
     else:
         raise ValueError(f"unknown method {method!r}")
-    return {
+    record = {
         "problem": problem_name,
         "method": method,
         "seed": seed,
@@ -386,6 +399,12 @@ def run(
         "values": values,
         "proposal_seconds": proposal_seconds,
     }
+    if hasattr(problem, "true_value") and len(evaluated) == len(values):
+        # Validation problems: noise-free values and the root choice's label.
+        record["true_values"] = [problem.true_value(c) for c in evaluated]
+        record["branches"] = [c[problem.root_choice] for c in evaluated]
+        record["best_branch"] = problem.best_branch
+    return record
 
 
 def run_optuna(problem, design: list[dict], seed: int, budget: int) -> list[float]:

@@ -1,0 +1,242 @@
+"""A validation suite of tree-structured problems of varied shapes.
+
+The loop's defaults were first tuned on P1 and P2 (Jenatton trees: narrow
+quadratic leaves, the best branch also the best on average). These problems
+have other shapes, so that defaults can be chosen on some and confirmed on
+others:
+
+- ``v_mislead``: two branches; the better one is wider (4-D) and worse on
+  average, its basin a quarter of the box wide; the other (1-D) is flat at 0.3.
+- ``v_wide``: one choice of 8 plain branches (no shared parameters), 2-D
+  quadratic leaves with offsets 0.0 to 0.7 and optima at different places.
+- ``v_flags``: three on/off flags at the root, each enabling one parameter
+  that helps only near its own optimum (8 paths; the best turns two on).
+- ``v_shared``: a depth-2 tree whose shared root parameter matters most.
+- ``v_noisy``: P1(a) with Gaussian noise of standard deviation 0.02 (regret on
+  the noise-free values).
+- ``v_kinks``: P1(a)'s tree with non-smooth leaves (absolute values and a
+  step in the shared parameters).
+- ``v_unbalanced``: P2's construction, unbalanced, depth 4.
+
+Every problem is minimized; ``optimal_value`` is the noise-free minimum,
+``true_value(params)`` the noise-free value and ``best_branch`` the root
+choice's label at the optimum; a run whose best point has another label
+there is on a wrong branch.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from treebo.space import Choice, Real, TreeSpace, Vertex
+from treebo.test_functions import GeneralizedJenatton, Jenatton
+
+
+class ValidationProblem:
+    """A minimization problem: ``objective`` (maybe noisy), ``true_value``."""
+
+    space: TreeSpace
+    optimal_value: float
+    root_choice: str
+    noise_sd: float = 0.0
+
+    def __init__(self) -> None:
+        self.rng = np.random.default_rng(0)
+        self._best_branch: Any = None
+
+    @property
+    def best_branch(self) -> Any:
+        """The root choice's label at the best of 4,000 random points per path."""
+        if self._best_branch is None:
+            X = self.space.sample(4000 * self.space.num_paths, seed=0, by="path")
+            configs = self.space.to_dicts(X)
+            best = min(configs, key=self.true_value)
+            self._best_branch = best[self.root_choice]
+        return self._best_branch
+
+    def reseed(self, seed: int) -> None:
+        """Seed the noise of one run."""
+        self.rng = np.random.default_rng(10_007 + seed)
+
+    def true_value(self, params: dict[str, Any]) -> float:
+        raise NotImplementedError
+
+    def objective(self, params: dict[str, Any]) -> float:
+        value = self.true_value(params)
+        if self.noise_sd:
+            value += self.noise_sd * float(self.rng.standard_normal())
+        return value
+
+
+class Misleading(ValidationProblem):
+    root_choice, optimal_value = "branch", 0.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        wide = Vertex([Real(f"w{i}", 0, 1) for i in range(4)])
+        narrow = Vertex([Real("n0", 0, 1)])
+        self.space = TreeSpace(
+            Vertex(choices=[Choice("branch", {"narrow": narrow, "wide": wide})])
+        )
+        self.center = np.array([0.7, 0.25, 0.6, 0.4])
+
+    def true_value(self, params):
+        if params["branch"] == "narrow":
+            return 0.3 + 0.05 * (params["n0"] - 0.5) ** 2
+        z = np.array([params[f"w{i}"] for i in range(4)])
+        return float(
+            1.2 * (1 - np.exp(-np.sum((z - self.center) ** 2) / (2 * 0.25**2)))
+        )
+
+
+class WidePlain(ValidationProblem):
+    root_choice, optimal_value = "leaf", 0.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.space = TreeSpace(
+            Vertex(
+                choices=[
+                    Choice(
+                        "leaf",
+                        {
+                            k: Vertex([Real(f"a{k}", -1, 1), Real(f"b{k}", -1, 1)])
+                            for k in range(8)
+                        },
+                    )
+                ]
+            )
+        )
+        order = [3, 6, 1, 7, 2, 0, 5, 4]  # leaf k has offset 0.1 * order[k]
+        self.offset = {k: 0.1 * order[k] for k in range(8)}
+        self.optimum = {k: (math.sin(k), math.cos(2 * k) * 0.8) for k in range(8)}
+
+    def true_value(self, params):
+        k = params["leaf"]
+        a0, b0 = self.optimum[k]
+        return (
+            self.offset[k] + (params[f"a{k}"] - a0) ** 2 + (params[f"b{k}"] - b0) ** 2
+        )
+
+
+class Flags(ValidationProblem):
+    root_choice = "f0"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gain = {0: 0.5, 1: 0.3}  # flag 2 on never pays off
+        self.best = {0: 0.8, 1: 0.2}
+        flags = [
+            Choice(f"f{i}", {"off": Vertex(), "on": Vertex([Real(f"r{i}", 0, 1)])})
+            for i in range(3)
+        ]
+        self.space = TreeSpace(Vertex([Real("base", -1, 1)], flags))
+        self.optimal_value = 1.0 - 0.5 - 0.3
+
+    def true_value(self, params):
+        value = 1.0 + (params["base"] - 0.3) ** 2
+        for i, gain in self.gain.items():
+            if params[f"f{i}"] == "on":
+                value -= gain * (1 - 8 * (params[f"r{i}"] - self.best[i]) ** 2)
+        if params["f2"] == "on":
+            value += 0.1 + 0.2 * params["r2"]
+        return value
+
+
+class SharedHeavy(ValidationProblem):
+    root_choice, optimal_value = "c", 0.05
+
+    def __init__(self) -> None:
+        super().__init__()
+        leaves = [Vertex([Real(f"x{j}", -1, 1)]) for j in range(4)]
+        self.space = TreeSpace(
+            Vertex(
+                [Real("s", 0, 1)],
+                [
+                    Choice(
+                        "c",
+                        {
+                            0: Vertex(
+                                [Real("u", 0, 1)],
+                                [Choice("d", {0: leaves[0], 1: leaves[1]})],
+                            ),
+                            1: Vertex(
+                                [Real("v", 0, 1)],
+                                [Choice("e", {0: leaves[2], 1: leaves[3]})],
+                            ),
+                        },
+                    )
+                ],
+            )
+        )
+
+    def true_value(self, params):
+        value = 4.0 * (params["s"] - 0.7) ** 2
+        if params["c"] == 0:
+            value += 0.1 + 0.2 * params["u"] + 0.05 * params["d"]
+            leaf = "x0" if params["d"] == 0 else "x1"
+        else:
+            value += 0.05 + 0.2 * (params["v"] - 0.5) ** 2 + 0.05 * params["e"]
+            leaf = "x2" if params["e"] == 0 else "x3"
+        return value + 0.3 * (params[leaf] - 0.2) ** 2
+
+
+class NoisyJenatton(ValidationProblem):
+    root_choice, optimal_value, noise_sd = "x1", 0.1, 0.02
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.base = Jenatton("paper")
+        self.space = self.base.space
+
+    def true_value(self, params):
+        return self.base.objective(params)
+
+
+class Kinks(ValidationProblem):
+    root_choice, optimal_value = "x1", 0.1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.space = Jenatton("paper").space
+
+    def true_value(self, params):
+        shared = params["r8"] if params["x1"] == 0 else params["r9"]
+        step = 0.05 * math.floor(4 * shared)
+        if params["x1"] == 0:
+            leaf = (
+                abs(params["x4"] - 0.3)
+                if params["x2"] == 0
+                else abs(params["x5"]) + 0.1
+            )
+            return leaf + 0.1 + step + 0.2 * shared
+        leaf = abs(params["x6"]) + 0.2 if params["x3"] == 0 else abs(params["x7"]) + 0.3
+        return leaf + 0.1 + step + 0.2 * shared
+
+
+class Unbalanced(ValidationProblem):
+    root_choice, optimal_value = "c0", 0.1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.base = GeneralizedJenatton(depth=4, balanced=False)
+        self.space = self.base.space
+        self.optimal_value = float(self.base.optimal_value)
+        self.root_choice = self.space.parameter_names[min(self.space.choice_columns)]
+
+    def true_value(self, params):
+        return self.base.objective(params)
+
+
+VALIDATION_PROBLEMS = {
+    "v_mislead": Misleading,
+    "v_wide": WidePlain,
+    "v_flags": Flags,
+    "v_shared": SharedHeavy,
+    "v_noisy": NoisyJenatton,
+    "v_kinks": Kinks,
+    "v_unbalanced": Unbalanced,
+}
