@@ -218,6 +218,8 @@ def test_bad_space_definitions_raise():
         (lambda: Choice("c", [float("nan")]), ValueError, "'c': NaN"),
         (lambda: Choice("c", 3), TypeError, "'c': options must be"),
         (lambda: TreeSpace(Vertex()), ConfigurationError, "no parameters"),
+        (lambda: Vertex(Real("x", 0, 1)), TypeError, "params must be a list of Real"),
+        (lambda: Vertex(choices="ab"), TypeError, "choices must be a list of Choice"),
         (
             lambda: TreeSpace.from_hierarchical_dependencies(
                 {0: {0: [1], 1: [2]}}, torch.ones(2, 3), log_scale=[0]

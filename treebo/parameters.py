@@ -186,8 +186,15 @@ class Vertex:
     name: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "params", tuple(self.params))
-        object.__setattr__(self, "choices", tuple(self.choices))
+        for field_name, kind in (("params", "Real"), ("choices", "Choice")):
+            value = getattr(self, field_name)
+            if isinstance(value, (Real, Choice, str)) or not isinstance(
+                value, Iterable
+            ):
+                raise TypeError(
+                    f"Vertex {field_name} must be a list of {kind}, got {value!r}."
+                )
+            object.__setattr__(self, field_name, tuple(value))
         for p in self.params:
             if not isinstance(p, Real):
                 raise TypeError(f"Vertex params must be Real, got {type(p).__name__}.")

@@ -9,7 +9,12 @@ import torch
 from botorch.exceptions import ModelFittingError
 
 from treebo import TreeOptimizer
-from treebo.strategies import AddTreeOptions, AddTreeStrategy, LocalStepOptions
+from treebo.strategies import (
+    AddTreeOptions,
+    AddTreeStrategy,
+    AddTreeUCBOptions,
+    LocalStepOptions,
+)
 from treebo.test_functions import GeneralizedJenatton, Jenatton, jenatton_space
 
 FAST = AddTreeOptions(num_restarts=4, raw_samples=64)
@@ -151,7 +156,7 @@ def test_a_tree_of_31_vertices():
     assert (on_path.amax(-1) == active.sum(-1)).all()
 
 
-def test_bad_optimizer_arguments():
+def test_bad_optimizer_arguments(tmp_path):
     space = jenatton_space()
     with pytest.raises(TypeError, match="TreeSpace"):
         TreeOptimizer({"x": 1})
@@ -167,3 +172,10 @@ def test_bad_optimizer_arguments():
         TreeOptimizer(space, n_initial=0)
     with pytest.raises(ValueError, match="seed"):
         TreeOptimizer(space, seed=1.5)
+    with pytest.raises(TypeError, match="must be AddTreeOptions, got AddTreeUCBOpt"):
+        TreeOptimizer(space, options=AddTreeUCBOptions())  # another model's
+    with pytest.raises(ValueError, match="checkpoint must be a file path"):
+        TreeOptimizer(space, checkpoint=tmp_path)
+    opt = TreeOptimizer(space, seed=0)
+    with pytest.raises(TypeError, match="eval_seconds must be a number"):
+        opt.tell(opt.ask(), 1.0, eval_seconds="3 s")

@@ -35,6 +35,7 @@ from treebo.loop.checkpoint import Journal, run_identity
 from treebo.loop.design import default_initial_size, initial_design
 from treebo.loop.history import History, OptimizationResult, Trial
 from treebo.loop.outcomes import parse_outcome, standardize_scores
+from treebo.parameters import as_real_number
 from treebo.space import TreeSpace
 from treebo.strategies.base import Observations, Strategy, make_strategy
 
@@ -122,8 +123,14 @@ class TreeOptimizer:
             raise ValueError(f"n_initial must be an integer >= 1, got {n_initial!r}.")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ValueError(f"seed must be an integer or None, got {seed!r}.")
+        if not isinstance(maximize, bool):
+            raise TypeError(f"maximize must be a bool, got {maximize!r}.")
+        if checkpoint is not None and Path(checkpoint).is_dir():
+            raise ValueError(
+                f"checkpoint must be a file path, got the directory {checkpoint}."
+            )
         self.space = space
-        self.maximize = bool(maximize)
+        self.maximize = maximize
         self.n_initial = n_initial
         self.seed = seed
         self.device = self.strategy.device
@@ -229,7 +236,7 @@ class TreeOptimizer:
             error=error,
             kind=pending["kind"] if pending else "user",
             proposal_seconds=pending["seconds"] if pending else 0.0,
-            eval_seconds=float(eval_seconds),
+            eval_seconds=_seconds(eval_seconds),
         )
         if self._journal is not None:
             self._journal.append_trial(self.space, trial)
@@ -353,3 +360,10 @@ class TreeOptimizer:
         raw values.
         """
         return getattr(self.strategy, "last_model", None)
+
+
+def _seconds(value: Any) -> float:
+    try:
+        return as_real_number(value)
+    except TypeError as err:
+        raise TypeError(f"eval_seconds must be a number, got {err}.") from None

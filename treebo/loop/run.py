@@ -123,10 +123,12 @@ def minimize(
     """
     if not callable(objective):
         raise TypeError("objective must be callable.")
-    if not isinstance(budget, int) or budget < 1:
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget must be a positive integer, got {budget!r}.")
     if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
         raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}.")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable, got {callback!r}.")
     if executor is not None and not isinstance(executor, Executor):
         raise TypeError(
             "executor must be a concurrent.futures.Executor, got "

@@ -111,10 +111,15 @@ class Strategy(ABC):
     ) -> None:
         if options is None:
             options = self.options_type()
-        if not isinstance(options, self.options_type):
+        # Exactly the type: a subclass holds another model's settings.
+        if type(options) is not self.options_type:
             raise TypeError(
                 f"options of the {self.name!r} model must be "
                 f"{self.options_type.__name__}, got {type(options).__name__}."
+            )
+        if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(
+                f"dtype must be a floating point torch.dtype, got {dtype!r}."
             )
         self.options = options
         self.device = torch.device("cpu") if device is None else torch.device(device)
