@@ -227,3 +227,46 @@ def test_slow_objective_waits_in_proportion_and_returns_the_value(monkeypatch):
     assert all(1.0 <= s <= 3.0 for s in slept) and max(slept) - min(slept) > 0.5
     objective(configs[0])
     assert slept[-1] == slept[0]  # the same configuration waits as long
+
+
+def test_validation_problems_reach_their_optimum_and_no_sample_beats_it():
+    from benchmarks.validation_problems import VALIDATION_PROBLEMS
+
+    optima = {
+        "v_mislead": {"branch": "wide", "w0": 0.7, "w1": 0.25, "w2": 0.6, "w3": 0.4},
+        "v_wide": {"leaf": 5, "a5": math.sin(5), "b5": math.cos(10) * 0.8},
+        "v_flags": {
+            "base": 0.3,
+            "f0": "on",
+            "r0": 0.8,
+            "f1": "on",
+            "r1": 0.2,
+            "f2": "off",
+        },
+        "v_shared": {"s": 0.7, "c": 1, "v": 0.5, "e": 0, "x2": 0.2},
+        "v_kinks": {"x1": 0, "r8": 0.0, "x2": 0, "x4": 0.3},
+    }
+    for name, make in VALIDATION_PROBLEMS.items():
+        problem = make()
+        if name in optima:
+            value = problem.true_value(problem.space.validate(optima[name]))
+            assert value == pytest.approx(problem.optimal_value, abs=1e-12), name
+            assert optima[name][problem.root_choice] == problem.best_branch, name
+        X = problem.space.sample(2000, seed=3)
+        values = [problem.true_value(c) for c in problem.space.to_dicts(X)]
+        assert min(values) >= problem.optimal_value - 1e-12, name
+
+
+def test_validation_suite_reads_regret_and_branches_from_the_noise_free_values():
+    from benchmarks.validation_suite import log_regret, on_wrong_branch
+
+    record = {
+        "values": [0.5, 0.05, 0.2],  # noisy: the second looks best
+        "true_values": [0.5, 0.3, 0.2],
+        "optimal_value": 0.1,
+        "branches": ["a", "b", "a"],
+        "best_branch": "a",
+    }
+    assert log_regret(record, 3) == pytest.approx(-1.0)
+    assert log_regret(record, 2) == pytest.approx(math.log10(0.2))
+    assert not on_wrong_branch(record, 3) and on_wrong_branch(record, 2)
