@@ -130,6 +130,8 @@ class ProcessExecutor(Executor):
         )
         with self._lock:
             if self._cancelled:
+                receive.close()
+                send.close()
                 raise ChildProcessError("the executor was shut down")
             process.start()
             self._running.add(process)
