@@ -82,10 +82,12 @@ def test_a_model_that_cannot_be_fitted_falls_back_to_random(monkeypatch):
 def test_only_failures_keep_the_loop_sampling_at_random():
     space = jenatton_space()
     opt = TreeOptimizer(space, seed=0, n_initial=2)
-    run(opt, lambda p: math.nan, 4)
+    with pytest.warns(RuntimeWarning, match="first 3 evaluations all failed"):
+        run(opt, lambda p: math.nan, 4)
     assert [t.status for t in opt.history] == ["failed"] * 4
     assert [t.kind for t in opt.history] == ["initial"] * 4
-    assert opt.best_trial is None and opt.result().best_params is None
+    with pytest.warns(RuntimeWarning, match="none of the 4 evaluations succeeded"):
+        assert opt.best_trial is None and opt.result().best_params is None
 
 
 def test_tell_with_round_off_answers_the_pending_configuration():
