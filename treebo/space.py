@@ -34,12 +34,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from treebo.parameters import (
-    Choice,
-    ConfigurationError,
-    Real,
-    Vertex,
-)
+from treebo.parameters import Choice, ConfigurationError, Real, Vertex
 from treebo.structure import HierarchicalDependencies, TreeStructure
 
 __all__ = ["Choice", "ConfigurationError", "Real", "TreeSpace", "Vertex"]
