@@ -37,14 +37,13 @@ class Real:
                 f"Real: name must be a non-empty string, got {self.name!r}."
             )
         for bound in ("lower", "upper"):
-            value = getattr(self, bound)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            try:
+                object.__setattr__(self, bound, as_real_number(getattr(self, bound)))
+            except TypeError as err:
                 raise TypeError(
-                    f"Real {self.name!r}: {bound} must be a number, got {value!r}."
-                )
-        lo, up = float(self.lower), float(self.upper)
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", up)
+                    f"Real {self.name!r}: {bound} must be a number, got {err}."
+                ) from None
+        lo, up = self.lower, self.upper
         if not isinstance(self.log_scale, bool):
             raise TypeError(
                 f"Real {self.name!r}: log_scale must be a bool, got {self.log_scale!r}."
