@@ -93,9 +93,10 @@ def minimize(
             :class:`~treebo.strategies.AddTreeOptions`).
         maximize: Maximize instead.
         n_initial: Size of the initial design (see :class:`TreeOptimizer`).
-        checkpoint: JSON file written after every evaluation; resumed from if
-            it exists (with the same settings). Evaluations still running when
-            a run is killed are not in it (a resumed run proposes again).
+        checkpoint: Journal file (JSON lines) each evaluation is appended to
+            as soon as it returns; resumed from if it exists (with the same
+            settings). Evaluations still running when a run is killed are not
+            in it (a resumed run proposes again).
         n_workers: How many evaluations may run at once.
         executor: A :class:`concurrent.futures.Executor` to run the evaluations
             in; it is not shut down here. A
