@@ -203,6 +203,9 @@ def test_bad_space_definitions_raise():
         TreeSpace.from_hierarchical_dependencies({}, torch.zeros(2, 2), names=["a"])
     with pytest.raises(ValueError, match="by must be"):
         jenatton_space().sample(3, by="leaf")
+    for n in (-1, "3", 2.0):
+        with pytest.raises(ValueError, match="n must be an integer >= 0"):
+            jenatton_space().sample(n)
 
 
 @pytest.mark.parametrize(

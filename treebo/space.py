@@ -456,6 +456,8 @@ class TreeSpace:
                 ``False`` every continuous column holds a random value (useful
                 for scoring every vertex at once, or for switching paths).
         """
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"n must be an integer >= 0, got {n!r}.")
         if by not in ("choice", "path"):
             raise ValueError(f"by must be 'choice' or 'path', got {by!r}.")
         if generator is None:
