@@ -3,41 +3,51 @@ r"""Tensor encoding of a tree over the columns of an input matrix.
 A tree-structured (conditional) space is described, as in BoTorch, by a
 ``hierarchical_dependencies`` dictionary ``{parent_col: {value: [child_cols]}}``:
 setting column ``parent_col`` to ``value`` activates the columns ``child_cols``.
-Columns that are no one's child form the root.
+Columns that are no one's child form the root. A column may be listed under
+several values of the same parent (ConfigSpace's ``InCondition``: ``gamma`` is
+active for the ``rbf``, ``poly`` and ``sigmoid`` kernels), never under two
+different parents.
 
 treebo groups columns into *vertices* (the vertices of Ma & Blaschko, 2020): the
-root vertex holds the orphan columns, and each ``(parent_col, value)`` pair opens
-one vertex that holds ``child_cols``. A column that is itself a key of the
-dictionary is a *choice column* (a categorical that selects branches); all other
-columns are *continuous columns*. A vertex is active at a point ``x`` iff every
-condition ``x[parent_col] == value`` on its path from the root holds.
+root vertex holds the orphan columns; each ``(parent_col, value)`` pair opens one
+vertex that holds the columns only that value activates, and each larger set of
+values of one parent that activates columns together opens one *shared* vertex
+that holds them. A column that is itself a key of the dictionary is a *choice
+column* (a categorical that selects branches); all other columns are parameter
+columns, modelled inside their vertex. A vertex is active at a point ``x`` iff
+every condition ``x[parent_col] in values`` on its path from the root holds.
 
 :class:`TreeStructure` turns that description into padded index tensors so that
 kernels, models and optimizers can evaluate all vertices at once:
 
-- ``vertex_columns`` (``V x D_max``) and ``vertex_column_mask``: the continuous
+- ``vertex_columns`` (``V x D_max``) and ``vertex_column_mask``: the parameter
   columns of each vertex, padded.
-- ``condition_columns``, ``condition_values``, ``condition_mask`` (``V x H``):
-  the conditions on the path from the root to each vertex, padded.
 - ``vertex_slots`` (``V``): a slot per vertex such that two vertices that can be
   active together never share a slot. Any point has at most one active vertex
   per slot, so a kernel that sums over shared vertices needs ``S`` (the number of
   slots, the tree depth for a plain tree) terms per pair instead of ``V``.
-- ``path_vertex_mask`` (``P x V``): the set of vertices active on each
-  configuration ("path"; for a tree in which every vertex holds at most one
-  choice column, the root-to-leaf paths).
+- ``num_paths``: the number of configurations ("paths"), counted by dynamic
+  programming; ``path_vertex_mask`` (``P x V``) and the other path tables are
+  built on first use and only for trees with few paths
+  (:mod:`treebo.configurations`).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 from torch import Tensor
+
+from treebo.configurations import (
+    PathTable,
+    count_configurations,
+    max_active_vertices,
+)
 
 HierarchicalDependencies = Mapping[int, Mapping[int | float, Sequence[int]]]
 
@@ -54,16 +64,17 @@ class VertexInfo:
     Attributes:
         index: Position of the vertex in breadth-first order (root is 0).
         parent: Index of the parent vertex, or ``None`` for the root.
-        condition: ``(choice_col, value)`` that activates the vertex given its
-            parent, or ``None`` for the root.
-        continuous_columns: Continuous columns owned by the vertex.
+        condition: ``(choice_col, values)`` that activates the vertex given its
+            parent (one value, or several for a shared vertex), or ``None``
+            for the root.
+        continuous_columns: Parameter (non-choice) columns owned by the vertex.
         choice_columns: Choice columns owned by the vertex.
         depth: Number of conditions on the path from the root.
     """
 
     index: int
     parent: int | None
-    condition: tuple[int, float] | None
+    condition: tuple[int, tuple[float, ...]] | None
     continuous_columns: tuple[int, ...]
     choice_columns: tuple[int, ...]
     depth: int
@@ -72,13 +83,17 @@ class VertexInfo:
 def validate_hierarchical_dependencies(
     dim: int, hierarchical_dependencies: HierarchicalDependencies
 ) -> None:
-    """Raise a ``ValueError`` naming the problem if the dictionary is malformed."""
+    """Raise a ``ValueError`` naming the problem if the dictionary is malformed.
+
+    A column may be the child of several values of one parent column; a column
+    under two different parent columns, and cycles, are not trees.
+    """
     if not isinstance(hierarchical_dependencies, Mapping):
         raise TypeError(
             "hierarchical_dependencies must be a dict {parent_col: {value: "
             f"[child_cols]}}, got {type(hierarchical_dependencies).__name__}."
         )
-    seen: dict[int, tuple[int, float]] = {}
+    seen: dict[int, int] = {}
     for parent, branches in hierarchical_dependencies.items():
         if not 0 <= int(parent) < dim:
             raise ValueError(
@@ -91,24 +106,30 @@ def validate_hierarchical_dependencies(
                 "{value: [child_cols]}."
             )
         for value, children in branches.items():
+            if len(set(children)) != len(children):
+                raise ValueError(
+                    f"hierarchical_dependencies[{parent}][{value}] lists a column "
+                    "twice."
+                )
             for child in children:
                 if not 0 <= int(child) < dim:
                     raise ValueError(
                         f"hierarchical_dependencies[{parent}][{value}]: child "
                         f"column {child} is outside [0, {dim})."
                     )
-                if int(child) in seen:
+                other = seen.setdefault(int(child), int(parent))
+                if other != int(parent):
                     raise ValueError(
                         f"hierarchical_dependencies: column {child} is a child of "
-                        f"both {seen[int(child)]} and {(parent, value)}; each "
-                        "column must have one parent condition."
+                        f"both column {other} and column {parent}; a column may "
+                        "have one parent column (under one or several of its "
+                        "values)."
                     )
-                seen[int(child)] = (int(parent), value)
     # Cycles: walking up from any column must reach the root.
     for col in seen:
         cur, steps = col, 0
         while cur in seen:
-            cur = seen[cur][0]
+            cur = seen[cur]
             steps += 1
             if steps > dim:
                 raise ValueError(
@@ -137,12 +158,35 @@ def _dependencies_key(
     )
 
 
+def _value_groups(
+    branches: Mapping[float, Sequence[int]],
+) -> list[tuple[tuple[float, ...], list[int]]]:
+    """The vertices a choice column opens: one per value (the columns only it
+    activates), then one per larger set of values that activates columns
+    together (in order of first appearance)."""
+    values = [float(v) for v in branches]
+    sets: dict[int, list[float]] = {}
+    for value, cols in zip(values, branches.values(), strict=True):
+        for c in cols:
+            sets.setdefault(int(c), []).append(value)
+    groups: dict[tuple[float, ...], list[int]] = {(v,): [] for v in values}
+    for c, vals in sets.items():
+        groups.setdefault(tuple(vals), []).append(c)
+    return list(groups.items())
+
+
 class TreeStructure:
     r"""Padded index tensors describing a tree over the columns of ``X``.
 
     Args:
         dim: Number of columns ``d`` of the input matrix.
         hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
+
+    Attributes:
+        vertices: The :class:`VertexInfo` of every vertex, in BFS order.
+        children: ``{(vertex, choice_col): [child vertices]}``.
+        choice_values: ``{choice_col: [values]}`` (floats, in the dictionary's
+            order).
 
     Example:
         >>> # Jenatton et al.: x1 picks (r8, x2) or (r9, x3); x2, x3 pick a leaf.
@@ -164,6 +208,7 @@ class TreeStructure:
         }
         deps = self.hierarchical_dependencies
         choice_cols = set(deps)
+        self.choice_values = {c: [float(v) for v in b] for c, b in deps.items()}
         children = {
             c for branches in deps.values() for cs in branches.values() for c in cs
         }
@@ -171,11 +216,15 @@ class TreeStructure:
 
         # Breadth-first construction of the vertices.
         vertices: list[VertexInfo] = []
-        queue: deque[tuple[int | None, tuple[int, float] | None, list[int], int]]
+        self.children: dict[tuple[int, int], list[int]] = {}
+        Condition = tuple[int, tuple[float, ...]]
+        queue: deque[tuple[int | None, Condition | None, list[int], int]]
         queue = deque([(None, None, orphans, 0)])
         while queue:
             parent, condition, cols, depth = queue.popleft()
             index = len(vertices)
+            if parent is not None:
+                self.children.setdefault((parent, condition[0]), []).append(index)
             cols_sorted = sorted(cols)
             vertices.append(
                 VertexInfo(
@@ -191,20 +240,22 @@ class TreeStructure:
             )
             for c in cols_sorted:
                 if c in choice_cols:
-                    for value, child_cols in deps[c].items():
-                        queue.append((index, (c, float(value)), child_cols, depth + 1))
+                    self.children[(index, c)] = []
+                    for values, child_cols in _value_groups(deps[c]):
+                        queue.append((index, (c, values), child_cols, depth + 1))
         self.vertices: tuple[VertexInfo, ...] = tuple(vertices)
         self.choice_columns: tuple[int, ...] = tuple(sorted(choice_cols))
         self.continuous_columns: tuple[int, ...] = tuple(
             c for c in range(dim) if c not in choice_cols
         )
         self._build_tensors()
+        self.num_paths = count_configurations(self)
 
     # ------------------------------------------------------------------ build
     def _build_tensors(self) -> None:
         """Index tensors, built in time linear in ``V`` in Python (plus tensor
-        operations): conditions and ancestors extend the parent's, co-activity
-        is one comparison per choice column, the colouring one step per vertex."""
+        operations): ancestors extend the parent's, co-activity is one product
+        per choice column, the colouring one step per vertex."""
         vertices, V = self.vertices, len(self.vertices)
         dims = [len(v.continuous_columns) for v in vertices]
         d_max = max(1, max(dims))
@@ -217,9 +268,12 @@ class TreeStructure:
         col_mask = torch.zeros(V, d_max, dtype=torch.bool)
         cols[rows, slots_in_row] = torch.tensor(flat_cols, dtype=torch.long)
         col_mask[rows, slots_in_row] = True
+        self.vertex_dims = torch.tensor(dims, dtype=torch.long)
+        self.vertex_columns = cols
+        self.vertex_column_mask = col_mask
 
         # Conditions and ancestors extend the parent's (BFS: parents first).
-        conds: list[tuple[tuple[int, float], ...]] = []
+        conds: list[tuple[tuple[int, tuple[float, ...]], ...]] = []
         ancestors: list[tuple[int, ...]] = []  # conditioned vertices on the path
         for v in vertices:
             if v.parent is None:
@@ -229,36 +283,21 @@ class TreeStructure:
                 conds.append(conds[v.parent] + (v.condition,))
                 ancestors.append(ancestors[v.parent] + (v.index,))
         depth = torch.tensor([len(c) for c in conds], dtype=torch.long)
-        h_max = max(1, int(depth.max()))
-        flat = [cv for c in conds for cv in c]
-        c_rows = torch.repeat_interleave(torch.arange(V), depth)
-        c_pos = torch.tensor([j for c in conds for j in range(len(c))])
-        cond_cols = torch.zeros(V, h_max, dtype=torch.long)
-        cond_vals = torch.zeros(V, h_max, dtype=torch.float64)
-        cond_mask = torch.zeros(V, h_max, dtype=torch.bool)
-        if flat:
-            cond_cols[c_rows, c_pos] = torch.tensor([c for c, _ in flat])
-            cond_vals[c_rows, c_pos] = torch.tensor(
-                [val for _, val in flat], dtype=torch.float64
-            )
-            cond_mask[c_rows, c_pos] = True
-        self.vertex_dims = torch.tensor(dims, dtype=torch.long)
-        self.vertex_columns = cols
-        self.vertex_column_mask = col_mask
-        self.condition_columns = cond_cols
-        self.condition_values = cond_vals
-        self.condition_mask = cond_mask
         self._conds = conds
         # Edge form of the conditions, for a fast activity test: one entry per
-        # non-root vertex (its own condition), and a V x V matrix saying which
-        # conditions lie on the path to each vertex.
+        # non-root vertex (its own condition: a column and up to K values,
+        # NaN-padded), and a V x V matrix saying which conditions lie on the
+        # path to each vertex.
+        k_max = max([len(v.condition[1]) for v in vertices[1:]], default=1)
         edge_cols = torch.tensor(
             [0 if v.condition is None else v.condition[0] for v in vertices]
         )
-        edge_vals = torch.tensor(
-            [0.0 if v.condition is None else v.condition[1] for v in vertices],
-            dtype=torch.float64,
-        )
+        edge_vals = torch.full((V, k_max), math.nan, dtype=torch.float64)
+        for v in vertices[1:]:
+            edge_vals[v.index, : len(v.condition[1])] = torch.tensor(v.condition[1])
+        edge_tol = CHOICE_ATOL + CHOICE_RTOL * edge_vals.abs()
+        # The root has no condition: give it an always-true test.
+        edge_vals[0, 0], edge_tol[0, 0] = 0.0, math.inf
         on_path = torch.zeros(V, V, dtype=torch.float64)  # edge u on path to v
         on_path[
             torch.tensor([u for a in ancestors for u in a], dtype=torch.long),
@@ -266,24 +305,20 @@ class TreeStructure:
         ] = 1.0
         self._edge_cols = edge_cols
         self._edge_vals = edge_vals
-        self._edge_tol = CHOICE_ATOL + CHOICE_RTOL * edge_vals.abs()
-        # The root has no condition: give it an always-true test.
-        self._edge_tol[0] = math.inf
+        self._edge_tol = edge_tol
         self._on_path = on_path
         self._device_cache: dict[tuple, tuple[Tensor, ...]] = {}
 
-        # Which vertices can be active together: those whose conditions agree
-        # on every choice column both of them test (one V x V comparison per
-        # choice column).
-        tested = torch.full((V, self.dim), math.nan, dtype=torch.float64)
-        if flat:
-            tested[c_rows, cond_cols[c_rows, c_pos]] = cond_vals[c_rows, c_pos]
+        # Which vertices can be active together: those whose conditions admit
+        # a common value of every choice column both of them test.
         co_active = torch.ones(V, V, dtype=torch.bool)
-        for c in self.choice_columns:
-            vals = tested[:, c]
-            both = ~vals.isnan()
-            clash = both[:, None] & both[None, :] & (vals[:, None] != vals[None, :])
-            co_active &= ~clash
+        for c, values in self.choice_values.items():
+            allowed = torch.ones(V, len(values), dtype=torch.float64)
+            for v, cond in enumerate(conds):
+                for col, vals in cond:
+                    if col == c:
+                        allowed[v] = torch.tensor([x in vals for x in values])
+            co_active &= (allowed @ allowed.T) > 0
         self.co_active = co_active
         # Greedy colouring in BFS order: vertices that can be active together get
         # different slots; mutually exclusive branches share slots.
@@ -296,56 +331,32 @@ class TreeStructure:
         self.vertex_slots = slots
         self.num_slots = int(slots.max()) + 1
 
-        # Paths (configurations): sets of vertices active together.
-        children: dict[tuple[int, int], list[int]] = {}
-        for v in vertices:
-            if v.parent is not None:
-                children.setdefault((v.parent, v.condition[0]), []).append(v.index)
-        paths = self._enumerate_configurations(0, children)
-        P = len(paths)
-        p_rows = torch.repeat_interleave(
-            torch.arange(P), torch.tensor([len(p) for p in paths])
-        )
-        p_cols = torch.tensor([v for p in paths for v in sorted(p)], dtype=torch.long)
-        path_mask = torch.zeros(P, V, dtype=torch.bool)
-        path_mask[p_rows, p_cols] = True
-        self.path_vertex_mask = path_mask
-        # For each path, the value of every active choice column (NaN elsewhere):
-        # the conditions of its vertices, which agree by construction.
-        cond_here = torch.zeros(V, self.dim, dtype=torch.bool)
-        has_cond = torch.tensor([v.condition is not None for v in vertices])
-        rows_c = torch.arange(V)[has_cond]
-        cond_here[rows_c, edge_cols[has_cond]] = True
-        value_here = torch.zeros(V, self.dim, dtype=torch.float64)
-        value_here[rows_c, edge_cols[has_cond]] = edge_vals[has_cond]
-        pm = path_mask.to(torch.float64)
-        hits = pm @ cond_here.to(torch.float64)  # P x d
-        assignment = torch.where(
-            hits > 0, (pm @ value_here) / hits.clamp_min(1.0), math.nan
-        )
-        self.path_choice_values = assignment
-        owns = torch.zeros(V, self.dim, dtype=torch.float64)
-        own_rows = [v.index for v in vertices for _ in v.continuous_columns]
-        own_rows += [v.index for v in vertices for _ in v.choice_columns]
-        own_cols = [c for v in vertices for c in v.continuous_columns]
-        own_cols += [c for v in vertices for c in v.choice_columns]
-        owns[own_rows, own_cols] = 1.0
-        self.path_active_columns = (pm @ owns) > 0
+    # ------------------------------------------------------------------ paths
+    @cached_property
+    def path_table(self) -> PathTable:
+        """Every configuration as tensors (built on first use; few paths only)."""
+        return PathTable(self)
 
-    def _enumerate_configurations(
-        self, v: int, children: Mapping[tuple[int, int], Sequence[int]]
-    ) -> list[frozenset[int]]:
-        """All sets of vertices that a full assignment activates below ``v``."""
-        options_per_choice = []
-        for c in self.vertices[v].choice_columns:
-            opts = []
-            for child in children.get((v, c), []):
-                opts.extend(self._enumerate_configurations(child, children))
-            options_per_choice.append(opts)
-        return [
-            frozenset({v}).union(*combo)
-            for combo in itertools.product(*options_per_choice)
-        ]
+    @property
+    def path_vertex_mask(self) -> Tensor:
+        """``P x V`` boolean: the vertices active on each configuration."""
+        return self.path_table.vertex_mask
+
+    @property
+    def path_choice_values(self) -> Tensor:
+        """``P x d``: each configuration's choice values (NaN elsewhere)."""
+        return self.path_table.choice_values
+
+    @property
+    def path_active_columns(self) -> Tensor:
+        """``P x d`` boolean: the columns active on each configuration."""
+        return self.path_table.active_columns
+
+    def max_active_vertices(self, weight: Tensor | None = None) -> int:
+        """The largest number (or total ``weight``) of vertices of one
+        configuration, by dynamic programming."""
+        w = [1] * self.num_vertices if weight is None else weight.long().tolist()
+        return max_active_vertices(self, w)
 
     # ------------------------------------------------------------- properties
     @property
@@ -353,15 +364,11 @@ class TreeStructure:
         return len(self.vertices)
 
     @property
-    def num_paths(self) -> int:
-        return self.path_vertex_mask.shape[0]
-
-    @property
     def max_vertex_dim(self) -> int:
         return self.vertex_columns.shape[-1]
 
-    def vertex_conditions(self, v: int) -> list[tuple[int, float]]:
-        """Conditions ``(choice_col, value)`` on the path from the root to ``v``."""
+    def vertex_conditions(self, v: int) -> list[tuple[int, tuple[float, ...]]]:
+        """Conditions ``(choice_col, values)`` on the path from the root to ``v``."""
         return list(self._conds[v])
 
     # ------------------------------------------------------------ evaluation
@@ -381,7 +388,8 @@ class TreeStructure:
 
         A vertex is active iff every condition on its path from the root holds
         (choice values compared with BoTorch's tolerances). Computed as one
-        gather, one comparison and one ``V x V`` product.
+        gather, one comparison with each vertex's ``K`` admitted values and
+        one ``V x V`` product.
 
         Args:
             X: A ``batch_shape x n x d`` tensor.
@@ -390,7 +398,8 @@ class TreeStructure:
             A ``batch_shape x n x V`` boolean tensor.
         """
         cols, vals, tol, on_path = self._tensors_on(X)
-        failed = ((X[..., cols] - vals).abs() > tol).to(X.dtype)  # batch x n x V
+        close = (X[..., cols].unsqueeze(-1) - vals).abs() <= tol  # ... x V x K
+        failed = (~close.any(-1)).to(X.dtype)  # batch x n x V
         return (failed @ on_path) == 0
 
     def slot_weights(self, vertex_filter: Tensor | None = None) -> Tensor:

@@ -13,7 +13,10 @@ from treebo.test_functions import Jenatton
 
 
 def _on(tree: TreeStructure, v: int, x: torch.Tensor) -> bool:
-    return all(abs(x[c] - val) < 1e-9 for c, val in tree.vertex_conditions(v))
+    return all(
+        any(abs(x[c] - val) < 1e-9 for val in values)
+        for c, values in tree.vertex_conditions(v)
+    )
 
 
 def _scaled(kernel: AddTreeKernel, v: int, x: torch.Tensor) -> torch.Tensor:
@@ -367,7 +370,7 @@ def test_bad_inputs_raise_named_errors():
     with pytest.raises(ValueError, match="outside"):
         AddTreeKernel(3, {0: {0: [5]}})
     with pytest.raises(ValueError, match="child of both"):
-        AddTreeKernel(3, {0: {0: [1], 1: [1]}})
+        AddTreeKernel(3, {0: {0: [2]}, 1: {0: [2]}})
     with pytest.raises(ValueError, match="cycle"):
         TreeStructure(3, {0: {0: [1]}, 1: {0: [0]}})
     kernel = AddTreeKernel(3, deps)
