@@ -114,7 +114,12 @@ def test_from_hierarchical_dependencies_round_trip(seed):
     d, deps = random_tree(seed, allow_multi_choice=True)
     bounds = torch.stack([-torch.ones(d), 2 * torch.ones(d)])
     space = TreeSpace.from_hierarchical_dependencies(deps, bounds)
-    assert space.to_hierarchical_dependencies() == deps
+    # A choice whose values activate nothing is a categorical, not a branch.
+    branching = {p: b for p, b in deps.items() if any(b.values())}
+    assert space.to_hierarchical_dependencies() == branching
+    assert space.categorical_values == {
+        p: [float(v) for v in b] for p, b in deps.items() if p not in branching
+    }
     assert space.parameter_names == [f"x{i}" for i in range(d)]
     X = space.sample(5, seed=seed)
     torch.testing.assert_close(space.to_tensor(space.to_dicts(X)), X)
@@ -193,9 +198,20 @@ def test_bad_space_definitions_raise():
         Real("a", 0.0, 1.0, log_scale=True)
     with pytest.raises(ValueError, match="at least one option"):
         Choice("c", {})
-    with pytest.raises(ValueError, match="unique"):
+    with pytest.raises(ConfigurationError, match="'a' is under two different"):
         TreeSpace(
             Vertex([Real("a", 0, 1)], [Choice("c", {0: Vertex([Real("a", 0, 1)])})])
+        )
+    with pytest.raises(ConfigurationError, match="'a' names two different"):
+        TreeSpace(
+            Vertex(
+                choices=[
+                    Choice(
+                        "c",
+                        {0: Vertex([Real("a", 0, 1)]), 1: Vertex([Real("a", 0, 2)])},
+                    )
+                ]
+            )
         )
     with pytest.raises(ValueError, match="bounds must be 2 x d"):
         TreeSpace.from_hierarchical_dependencies({}, torch.zeros(3))

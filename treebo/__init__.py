@@ -1,14 +1,24 @@
 """treebo: Bayesian optimization over tree-structured problems, on BoTorch."""
 
 from treebo.loop import OptimizationResult, TreeOptimizer, Trial, minimize
-from treebo.space import Choice, ConfigurationError, Real, TreeSpace, Vertex
+from treebo.space import (
+    Categorical,
+    Choice,
+    ConfigurationError,
+    Integer,
+    Real,
+    TreeSpace,
+    Vertex,
+)
 from treebo.structure import TreeStructure
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Categorical",
     "Choice",
     "ConfigurationError",
+    "Integer",
     "OptimizationResult",
     "Real",
     "TreeOptimizer",

@@ -144,7 +144,9 @@ class PathTable:
         self.active_columns = (mask.to(torch.float64) @ owns.to(torch.float64)) > 0
 
 
-def _chosen_value(tree: TreeStructure, v: int, c: int, members: frozenset[int]) -> float:
+def _chosen_value(
+    tree: TreeStructure, v: int, c: int, members: frozenset[int]
+) -> float:
     """The value of choice ``c`` (on vertex ``v``) that activates exactly the
     children of ``v`` in ``members``."""
     kids = tree.children[(v, c)]

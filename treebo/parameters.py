@@ -1,5 +1,6 @@
-"""The parameters of a tree-structured space: :class:`Real`, :class:`Choice`,
-and the :class:`Vertex` that owns them."""
+"""The parameters of a tree-structured space and the :class:`Vertex` that owns
+them: :class:`Real`, :class:`Integer` and :class:`Categorical` parameters are
+modelled inside their vertex; a :class:`Choice` selects the vertices below."""
 
 from __future__ import annotations
 
@@ -92,6 +93,148 @@ class Real:
 
 
 @dataclass(frozen=True)
+class Integer:
+    """An integer parameter on ``{low, ..., high}``, returned as ``int``.
+
+    Modelled as a continuous input of its vertex's kernel and optimized as an
+    integer (relaxed, rounded, then improved by steps to neighbouring integers).
+
+    Args:
+        name: Unique name.
+        low: Smallest value.
+        high: Largest value (``> low``).
+        log_scale: Model and sample the parameter on a ``log10`` scale
+            (requires ``low >= 1``).
+
+    Example:
+        >>> Integer("n_estimators", 10, 500, log_scale=True).check(64.0)
+        64
+    """
+
+    name: str
+    low: int
+    high: int
+    log_scale: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(
+                f"Integer: name must be a non-empty string, got {self.name!r}."
+            )
+        for bound in ("low", "high"):
+            value = getattr(self, bound)
+            try:
+                number = as_real_number(value)
+            except TypeError as err:
+                raise TypeError(
+                    f"Integer {self.name!r}: {bound} must be an integer, got {err}."
+                ) from None
+            if not (math.isfinite(number) and number.is_integer()):
+                raise ValueError(
+                    f"Integer {self.name!r}: {bound} must be an integer, got {value!r}."
+                )
+            object.__setattr__(self, bound, int(number))
+        if not isinstance(self.log_scale, bool):
+            raise TypeError(
+                f"Integer {self.name!r}: log_scale must be a bool, got "
+                f"{self.log_scale!r}."
+            )
+        if not self.low < self.high:
+            raise ValueError(
+                f"Integer {self.name!r}: need low < high, got [{self.low}, "
+                f"{self.high}]."
+            )
+        if self.log_scale and self.low < 1:
+            raise ValueError(
+                f"Integer {self.name!r}: log_scale needs low >= 1, got {self.low}."
+            )
+
+    def check(self, value: Any) -> int:
+        """``value`` as an ``int`` within the bounds.
+
+        Raises:
+            ConfigurationError: Naming the parameter, if ``value`` is not an
+                integer (``3`` and ``3.0`` are; ``3.5`` and ``True`` are not)
+                within the bounds.
+        """
+        try:
+            number = as_real_number(value)
+        except TypeError as err:
+            raise ConfigurationError(
+                f"parameter {self.name!r} must be an integer, got {err}."
+            ) from None
+        if not (math.isfinite(number) and number.is_integer()):
+            raise ConfigurationError(
+                f"parameter {self.name!r} must be an integer, got {value!r}."
+            )
+        if not self.low <= number <= self.high:
+            raise ConfigurationError(
+                f"parameter {self.name!r} = {int(number)} is outside "
+                f"[{self.low}, {self.high}]."
+            )
+        return int(number)
+
+    @property
+    def model_bounds(self) -> tuple[float, float]:
+        """Bounds in the tensor representation (``log10`` if ``log_scale``)."""
+        if self.log_scale:
+            return math.log10(self.low), math.log10(self.high)
+        return float(self.low), float(self.high)
+
+
+@dataclass(frozen=True)
+class Categorical:
+    """A categorical parameter that selects no sub-tree.
+
+    Unordered categoricals are modelled with a delta (one-hot) kernel that
+    multiplies the rest of their vertex's kernel, so they interact with its
+    other parameters; ordered ones as the integer rank of their value.
+
+    Args:
+        name: Unique name.
+        values: The labels, as for a :class:`Choice`'s list of labels.
+        ordered: The values' order is meaningful (e.g. ``["low", "mid",
+            "high"]``).
+
+    Example:
+        >>> Categorical("criterion", ["gini", "entropy"]).match("gini")
+        'gini'
+    """
+
+    name: str
+    values: tuple[Hashable, ...]
+    ordered: bool = False
+
+    def __init__(
+        self, name: str, values: Sequence[Hashable], ordered: bool = False
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(
+                f"Categorical: name must be a non-empty string, got {name!r}."
+            )
+        labels = _checked_labels(f"Categorical {name!r}", values)
+        if not isinstance(ordered, bool):
+            raise TypeError(
+                f"Categorical {name!r}: ordered must be a bool, got {ordered!r}."
+            )
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "values", tuple(labels))
+        object.__setattr__(self, "ordered", ordered)
+
+    @property
+    def labels(self) -> list[Hashable]:
+        return list(self.values)
+
+    def match(self, value: Any) -> Hashable:
+        """The label equal to ``value`` (see :meth:`Choice.match`).
+
+        Raises:
+            ConfigurationError: If no label equals ``value``.
+        """
+        return _match_label("categorical", self.name, self.values, value)
+
+
+@dataclass(frozen=True)
 class Choice:
     """A categorical parameter whose options lead to child vertices.
 
@@ -115,31 +258,17 @@ class Choice:
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"Choice: name must be a non-empty string, got {name!r}.")
-        if isinstance(options, (str, bytes)):
-            raise TypeError(
-                f"Choice {name!r}: options must be a dict or a list of labels, got "
-                f"the string {options!r} (write [{options!r}] for one label)."
-            )
         if not isinstance(options, Mapping):
-            if not isinstance(options, Iterable):
-                raise TypeError(
-                    f"Choice {name!r}: options must be a dict or a list of labels, "
-                    f"got {type(options).__name__}."
-                )
-            labels = list(options)
-            for label in labels:
-                _check_label(name, label)
-            merged = _merged_labels(labels)
-            if merged:
-                raise ValueError(
-                    f"Choice {name!r}: labels {merged} are equal as dict keys "
-                    "(e.g. 0, 0.0 and False); give distinct labels."
-                )
+            labels = _checked_labels(
+                f"Choice {name!r}",
+                options,
+                "options must be a dict or a list of labels",
+            )
             options = {label: Vertex() for label in labels}
         if len(options) == 0:
             raise ValueError(f"Choice {name!r}: needs at least one option.")
         for label, child in options.items():
-            _check_label(name, label)
+            _check_label(f"Choice {name!r}", label)
             if not isinstance(child, Vertex):
                 raise TypeError(
                     f"Choice {name!r}: option {label!r} must lead to a Vertex, got "
@@ -152,6 +281,12 @@ class Choice:
     def labels(self) -> list[Hashable]:
         return list(self.options)
 
+    @property
+    def selects_subtree(self) -> bool:
+        """Whether some option owns a parameter (else the choice is modelled
+        as a plain :class:`Categorical`)."""
+        return any(child.params or child.choices for child in self.options.values())
+
     def match(self, value: Any) -> Hashable:
         """The label equal to ``value`` (so ``1.0`` and ``numpy.int64(1)``
         give the label ``1``).
@@ -159,35 +294,39 @@ class Choice:
         Raises:
             ConfigurationError: If no label equals ``value``.
         """
-        try:
-            if value in self.options:
-                return next(label for label in self.options if label == value)
-        except TypeError:  # unhashable
-            pass
-        raise ConfigurationError(
-            f"invalid value {value!r} for choice {self.name!r}; expected one of "
-            f"{self.labels}."
-        )
+        return _match_label("choice", self.name, self.options, value)
 
 
 @dataclass(frozen=True)
 class Vertex:
-    """A vertex of the tree: continuous parameters and choices leading below.
+    """A vertex of the tree: parameters and choices leading below.
 
     Args:
-        params: Continuous parameters owned by this vertex (shared by every leaf
-            below it).
+        params: :class:`Real`, :class:`Integer` and :class:`Categorical`
+            parameters owned by this vertex (shared by every leaf below it).
+            The same parameter object listed in several options of one
+            :class:`Choice` is one parameter, active under each of them
+            (ConfigSpace's ``InCondition``).
         choices: Choices made at this vertex.
+
+    Example:
+        >>> gamma = Real("gamma", 1e-4, 1.0, log_scale=True)
+        >>> svm = Vertex(choices=[Choice("kernel", {
+        ...     "rbf": Vertex([gamma]),
+        ...     "poly": Vertex([gamma, Integer("degree", 2, 5)]),
+        ...     "linear": Vertex(),
+        ... })])
     """
 
-    params: Sequence[Real] = ()
+    params: Sequence[Real | Integer | Categorical] = ()
     choices: Sequence[Choice] = ()
     name: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        for field_name, kind in (("params", "Real"), ("choices", "Choice")):
+        kinds = (("params", "Real, Integer or Categorical"), ("choices", "Choice"))
+        for field_name, kind in kinds:
             value = getattr(self, field_name)
-            if isinstance(value, (Real, Choice, str)) or not isinstance(
+            if isinstance(value, (*PARAMETER_TYPES, Choice, str)) or not isinstance(
                 value, Iterable
             ):
                 raise TypeError(
@@ -195,8 +334,11 @@ class Vertex:
                 )
             object.__setattr__(self, field_name, tuple(value))
         for p in self.params:
-            if not isinstance(p, Real):
-                raise TypeError(f"Vertex params must be Real, got {type(p).__name__}.")
+            if not isinstance(p, PARAMETER_TYPES):
+                raise TypeError(
+                    "Vertex params must be Real, Integer or Categorical, got "
+                    f"{type(p).__name__}."
+                )
         for c in self.choices:
             if not isinstance(c, Choice):
                 raise TypeError(
@@ -204,15 +346,61 @@ class Vertex:
                 )
 
 
-def _check_label(name: str, label: Any) -> None:
+#: The kinds of parameter a vertex owns (a :class:`Choice` is listed apart).
+PARAMETER_TYPES = (Real, Integer, Categorical)
+
+Parameter = Real | Integer | Categorical
+
+
+def _check_label(owner: str, label: Any) -> None:
     """Refuse labels that cannot be told apart or looked up."""
     if not isinstance(label, Hashable):
         raise TypeError(
-            f"Choice {name!r}: label {label!r} is not hashable "
+            f"{owner}: label {label!r} is not hashable "
             f"({type(label).__name__}); use a tuple instead of a list."
         )
     if isinstance(label, float) and math.isnan(label):
-        raise ValueError(f"Choice {name!r}: NaN is not a label.")
+        raise ValueError(f"{owner}: NaN is not a label.")
+
+
+def _checked_labels(
+    owner: str, labels: Any, expected: str = "values must be a list of labels"
+) -> list[Hashable]:
+    """``labels`` as a list of distinct, hashable labels (``owner`` names the
+    parameter in errors, ``expected`` what it takes)."""
+    if isinstance(labels, (str, bytes)):
+        raise TypeError(
+            f"{owner}: {expected}, got the string {labels!r} (write "
+            f"[{labels!r}] for one label)."
+        )
+    if not isinstance(labels, Iterable) or isinstance(labels, Mapping):
+        raise TypeError(f"{owner}: {expected}, got {type(labels).__name__}.")
+    labels = list(labels)
+    if not labels:
+        raise ValueError(f"{owner}: needs at least one label.")
+    for label in labels:
+        _check_label(owner, label)
+    merged = _merged_labels(labels)
+    if merged:
+        raise ValueError(
+            f"{owner}: labels {merged} are equal as dict keys (e.g. 0, 0.0 and "
+            "False); give distinct labels."
+        )
+    return labels
+
+
+def _match_label(kind: str, name: str, labels: Iterable[Hashable], value: Any):
+    """The label of ``labels`` equal to ``value``, or a ``ConfigurationError``."""
+    try:
+        hash(value)
+        for label in labels:
+            if label == value and hash(label) == hash(value):
+                return label
+    except TypeError:  # unhashable
+        pass
+    raise ConfigurationError(
+        f"invalid value {value!r} for {kind} {name!r}; expected one of {list(labels)}."
+    )
 
 
 def _merged_labels(labels: list[Any]) -> list[Any]:

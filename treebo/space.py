@@ -1,9 +1,10 @@
 r"""Tree-structured (conditional) search spaces.
 
-A space is a tree of :class:`Vertex` objects. Each vertex owns continuous
-parameters (:class:`Real`) and categorical :class:`Choice` parameters whose
-options lead to child vertices; a parameter on an inner vertex is shared by
-every leaf below it. Example (Jenatton et al., 2017)::
+A space is a tree of :class:`Vertex` objects. Each vertex owns parameters
+(:class:`Real`, :class:`Integer`, :class:`Categorical`) and :class:`Choice`
+parameters whose options lead to child vertices; a parameter on an inner vertex
+is shared by every leaf below it, and a parameter listed in several options of
+one choice is active under each of them. Example (Jenatton et al., 2017)::
 
     space = TreeSpace(Vertex(choices=[Choice("x1", {
         0: Vertex([Real("r8", 0, 1)], [Choice("x2", {
@@ -15,37 +16,46 @@ every leaf below it. Example (Jenatton et al., 2017)::
 **Tensor layout.** A configuration (a dict of the *active* parameters) maps to a
 row of ``d`` columns, one per parameter, in the breadth-first linearization of
 Ma & Blaschko (2020, appendix A): vertices in BFS order, each contributing its
-continuous parameters then its choices. A choice column holds the chosen
-option's rank (the paper's tag); a log-scale parameter holds ``log10`` of its
-value. Inactive columns hold a canonical value (the lower bound; rank 0).
-:meth:`TreeSpace.to_hierarchical_dependencies` describes the same layout in
-BoTorch's ``{parent_col: {value: [child_cols]}}`` format, so BoTorch's models and
+parameters then its choices. A choice or categorical column holds its label's
+code (the rank of the label, the paper's tag); an integer column holds the
+integer; a log-scale parameter holds ``log10`` of its value. Inactive columns
+hold a canonical value (the lower bound; code 0). A :class:`Choice` whose
+options own nothing selects no branch and is modelled as a categorical.
+:meth:`TreeSpace.to_hierarchical_dependencies` describes the branching in
+BoTorch's ``{parent_col: {value: [child_cols]}}`` format (a shared parameter's
+column is listed under each value that activates it), so BoTorch's models and
 treebo's consume the same tensors.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from treebo.parameters import Choice, ConfigurationError, Real, Vertex
-from treebo.structure import HierarchicalDependencies, TreeStructure
+from treebo.parameter_tree import Column, collect_parameters, column_role
+from treebo.parameters import (
+    Categorical,
+    Choice,
+    ConfigurationError,
+    Integer,
+    Real,
+    Vertex,
+)
+from treebo.structure import TreeStructure, dependency_key
 
-__all__ = ["Choice", "ConfigurationError", "Real", "TreeSpace", "Vertex"]
-
-
-@dataclass(frozen=True)
-class _Column:
-    name: str
-    column: int
-    vertex: int  # index into TreeSpace.vertices
-    param: Real | Choice
+__all__ = [
+    "Categorical",
+    "Choice",
+    "ConfigurationError",
+    "Integer",
+    "Real",
+    "TreeSpace",
+    "Vertex",
+]
 
 
 class TreeSpace:
@@ -58,6 +68,15 @@ class TreeSpace:
         dim: Number of columns ``d``.
         bounds: ``2 x d`` float64 tensor of bounds in the tensor representation.
         tree: The :class:`~treebo.structure.TreeStructure` of the columns.
+
+    Example:
+        >>> space = TreeSpace(Vertex(
+        ...     [Integer("layers", 1, 4), Categorical("act", ["relu", "tanh"])],
+        ...     [Choice("opt", {"sgd": Vertex([Real("momentum", 0, 1)]),
+        ...                     "adam": Vertex()})]))
+        >>> space.to_dict(space.to_tensor(
+        ...     {"layers": 3, "act": "tanh", "opt": "sgd", "momentum": 0.5}))
+        {'layers': 3, 'act': 'tanh', 'momentum': 0.5, 'opt': 'sgd'}
     """
 
     def __init__(self, root: Vertex, *, _layout: dict[str, Any] | None = None) -> None:
@@ -66,172 +85,104 @@ class TreeSpace:
                 f"TreeSpace needs a root Vertex, got {type(root).__name__}."
             )
         self.root = root
-        # BFS over vertices.
-        vertices: list[Vertex] = []
-        parents: list[tuple[int, str, Hashable] | None] = []
-        queue: deque[tuple[Vertex, tuple[int, str, Hashable] | None]] = deque(
-            [(root, None)]
-        )
-        while queue:
-            vertex, parent = queue.popleft()
-            index = len(vertices)
-            vertices.append(vertex)
-            parents.append(parent)
-            for choice in vertex.choices:
-                for label, child in choice.options.items():
-                    queue.append((child, (index, choice.name, label)))
-        self.vertices: tuple[Vertex, ...] = tuple(vertices)
-        self.vertex_parents = tuple(parents)
-        names = [p.name for v in vertices for p in (*v.params, *v.choices)]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise ValueError(
-                f"TreeSpace: parameter names must be unique: {sorted(dup)}."
-            )
-
+        params, parents = collect_parameters(root)
         layout = _layout or {}
         given_cols: Mapping[str, int] | None = layout.get("columns")
         codes: Mapping[str, Mapping[Hashable, float]] = layout.get("codes", {})
-        self.columns: dict[str, _Column] = {}
-        next_col = 0
-        for vi, vertex in enumerate(vertices):
-            for p in (*vertex.params, *vertex.choices):
-                col = given_cols[p.name] if given_cols is not None else next_col
-                next_col += 1
-                self.columns[p.name] = _Column(p.name, col, vi, p)
+        self.columns: dict[str, Column] = {}
+        for i, p in enumerate(params):
+            col = given_cols[p.name] if given_cols is not None else i
+            self.columns[p.name] = Column(
+                p.name, col, p, column_role(p), parents[p.name]
+            )
         self.dim = len(self.columns)
         if self.dim == 0:
             raise ConfigurationError(
                 "TreeSpace: the space has no parameters; give the root Vertex a "
-                "Real or a Choice."
+                "parameter or a Choice."
             )
         if sorted(c.column for c in self.columns.values()) != list(range(self.dim)):
             raise ValueError("TreeSpace: columns must be a permutation of 0..d-1.")
+        self.parameter_names = [
+            name
+            for name, _ in sorted(self.columns.items(), key=lambda kv: kv[1].column)
+        ]
+        # Label codes of choices and categoricals (ordered ones: their rank).
         self.choice_codes: dict[str, dict[Hashable, float]] = {}
         for c in self.columns.values():
-            if isinstance(c.param, Choice):
+            if isinstance(c.param, (Choice, Categorical)):
                 given = codes.get(c.name)
                 self.choice_codes[c.name] = {
                     label: float(given[label]) if given else float(rank)
                     for rank, label in enumerate(c.param.labels)
                 }
-        self.parameter_names = [
-            name
-            for name, _ in sorted(self.columns.items(), key=lambda kv: kv[1].column)
-        ]
         bounds = torch.zeros(2, self.dim, dtype=torch.float64)
-        canonical = torch.zeros(self.dim, dtype=torch.float64)
         for c in self.columns.values():
-            if isinstance(c.param, Real):
-                lo, up = c.param.model_bounds
-            else:
+            if c.name in self.choice_codes:
                 vals = list(self.choice_codes[c.name].values())
                 lo, up = min(vals), max(vals)
+            else:
+                lo, up = c.param.model_bounds
             bounds[0, c.column], bounds[1, c.column] = lo, up
-            canonical[c.column] = (
-                lo
-                if isinstance(c.param, Real)
-                else self.choice_codes[c.name][c.param.labels[0]]
-            )
         self.bounds = bounds
+        canonical = bounds[0].clone()
+        for name, label_codes in self.choice_codes.items():
+            canonical[self.columns[name].column] = next(iter(label_codes.values()))
         self.canonical_values = canonical
         self.tree = TreeStructure.build(self.dim, self.to_hierarchical_dependencies())
-        choice_names = [n for n in self.parameter_names if n in self.choice_codes]
-        self._choice_cols = torch.tensor(
-            [self.columns[n].column for n in choice_names], dtype=torch.long
+        label_cols = [self.columns[n].column for n in self.choice_codes]
+        self._label_cols = torch.tensor(label_cols, dtype=torch.long)
+        k_max = max([len(v) for v in self.choice_codes.values()], default=1)
+        table = torch.full((len(label_cols), k_max), math.inf, dtype=torch.float64)
+        for i, label_codes in enumerate(self.choice_codes.values()):
+            table[i, : len(label_codes)] = torch.tensor(list(label_codes.values()))
+        self._label_code_table = table
+        integers = [c for c in self.columns.values() if isinstance(c.param, Integer)]
+        self._integer_cols = torch.tensor(
+            [c.column for c in integers], dtype=torch.long
         )
-        k_max = max([len(self.choice_codes[n]) for n in choice_names], default=1)
-        table = torch.full((len(choice_names), k_max), math.inf, dtype=torch.float64)
-        for i, n in enumerate(choice_names):
-            vals = list(self.choice_codes[n].values())
-            table[i, : len(vals)] = torch.tensor(vals, dtype=torch.float64)
-        self._choice_code_table = table
+        self._integer_log = torch.tensor([c.param.log_scale for c in integers])
         self._column_vertex = self._map_columns_to_tree_vertices()
 
     # ------------------------------------------------------------ building
     @classmethod
     def from_hierarchical_dependencies(
         cls,
-        hierarchical_dependencies: HierarchicalDependencies,
+        hierarchical_dependencies: Mapping[int, Mapping[float, Sequence[int]]],
         bounds: Tensor,
         names: Sequence[str] | None = None,
         log_scale: Iterable[int] = (),
     ) -> TreeSpace:
         """Build a space from BoTorch's ``{parent_col: {value: [child_cols]}}``.
 
-        The tensor layout is the caller's: column ``i`` stays column ``i`` and a
-        choice column takes the values named in the dictionary (those values are
-        also the choice's labels in dicts).
-
-        Args:
-            hierarchical_dependencies: The tree over columns.
-            bounds: ``2 x d`` tensor; rows for choice columns are ignored.
-            names: Optional parameter names (default ``x0``, ``x1``, ...).
-            log_scale: Columns to model on a log scale (bounds then in raw units).
+        See :func:`treebo.integrations.botorch.space_from_hierarchical_dependencies`.
         """
-        bounds = torch.as_tensor(bounds, dtype=torch.float64)
-        if bounds.dim() != 2 or bounds.shape[0] != 2:
-            raise ValueError(f"bounds must be 2 x d, got shape {tuple(bounds.shape)}.")
-        d = bounds.shape[1]
-        tree = TreeStructure.build(d, hierarchical_dependencies)
-        names = list(names) if names is not None else [f"x{i}" for i in range(d)]
-        if len(names) != d:
-            raise ValueError(f"names has {len(names)} entries for {d} columns.")
-        log_cols = set(log_scale)
-        deps = tree.hierarchical_dependencies
-        for c in sorted(log_cols):
-            if not isinstance(c, int) or not 0 <= c < d:
-                raise ValueError(f"log_scale: {c!r} is not a column of 0..{d - 1}.")
-            if c in deps:
-                raise ValueError(
-                    f"log_scale: column {c} ({names[c]!r}) is a choice; only "
-                    "continuous columns can be on a log scale."
-                )
+        from treebo.integrations.botorch import space_from_hierarchical_dependencies
 
-        def build(cols: Sequence[int]) -> Vertex:
-            params, choices = [], []
-            for c in sorted(cols):
-                if c in deps:
-                    opts = {
-                        _label(v): build(children) for v, children in deps[c].items()
-                    }
-                    choices.append(Choice(names[c], opts))
-                else:
-                    params.append(
-                        Real(
-                            names[c],
-                            float(bounds[0, c]),
-                            float(bounds[1, c]),
-                            log_scale=c in log_cols,
-                        )
-                    )
-            return Vertex(params, choices)
-
-        root = build(
-            tree.vertices[0].continuous_columns + tree.vertices[0].choice_columns
-        )
-        codes = {names[c]: {_label(v): float(v) for v in deps[c]} for c in deps}
-        return cls(
-            root,
-            _layout={"columns": {n: i for i, n in enumerate(names)}, "codes": codes},
+        return space_from_hierarchical_dependencies(
+            hierarchical_dependencies, bounds, names=names, log_scale=log_scale
         )
 
     def to_hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:
-        """This space's tree in BoTorch's ``{parent_col: {value: [child_cols]}}``."""
+        """This space's branching in BoTorch's ``{parent_col: {value: [child_cols]}}``.
+
+        Only choices that select a sub-tree are keys; a parameter shared by
+        several options is listed under each of their values.
+        """
         deps: dict[int, dict[float, list[int]]] = {}
         for c in self.columns.values():
-            if isinstance(c.param, Choice):
-                branch = {}
-                for label, child in c.param.options.items():
-                    child_cols = [
-                        self.columns[p.name].column
-                        for p in (*child.params, *child.choices)
-                    ]
-                    branch[_label(self.choice_codes[c.name][label])] = sorted(
-                        child_cols
-                    )
-                deps[c.column] = branch
-        return deps
+            if c.role == "choice":
+                deps[c.column] = {
+                    dependency_key(self.choice_codes[c.name][label]): []
+                    for label in c.param.labels
+                }
+        for c in self.columns.values():
+            if c.parent is not None:
+                choice = self.columns[c.parent[0]]
+                for label in c.parent[1]:
+                    code = dependency_key(self.choice_codes[choice.name][label])
+                    deps[choice.column][code].append(c.column)
+        return {p: {v: sorted(cs) for v, cs in b.items()} for p, b in deps.items()}
 
     def _map_columns_to_tree_vertices(self) -> Tensor:
         out = torch.zeros(self.dim, dtype=torch.long)
@@ -241,32 +192,55 @@ class TreeSpace:
         return out
 
     # -------------------------------------------------------------- queries
+    def _columns_of(self, *roles: str) -> list[int]:
+        return sorted(c.column for c in self.columns.values() if c.role in roles)
+
     @property
     def continuous_columns(self) -> list[int]:
-        return list(self.tree.continuous_columns)
+        """Columns optimized by gradient: real and (relaxed) integer columns."""
+        return self._columns_of("real", "integer")
+
+    @property
+    def integer_columns(self) -> list[int]:
+        """Integer columns (:class:`Integer` and ordered :class:`Categorical`)."""
+        return self._columns_of("integer")
+
+    @property
+    def categorical_columns(self) -> list[int]:
+        """Unordered categoricals, and choices whose options own nothing."""
+        return self._columns_of("categorical")
 
     @property
     def choice_columns(self) -> list[int]:
-        return list(self.tree.choice_columns)
+        """Choices that select a sub-tree."""
+        return self._columns_of("choice")
+
+    @property
+    def categorical_values(self) -> dict[int, list[float]]:
+        """``{column: codes}`` of the categorical columns, for the models."""
+        return {
+            c.column: list(self.choice_codes[c.name].values())
+            for c in self.columns.values()
+            if c.role == "categorical"
+        }
 
     @property
     def num_paths(self) -> int:
+        """The number of configurations of the choices that select sub-trees."""
         return self.tree.num_paths
 
     def paths(self) -> list[dict[str, Hashable]]:
         """Every path (leaf configuration) as ``{choice_name: label}``."""
-        out = []
         values = self.tree.path_choice_values
-        for i in range(self.num_paths):
-            out.append(
-                {
-                    name: self._label_of(name, float(values[i, c.column]))
-                    for name, c in self.columns.items()
-                    if isinstance(c.param, Choice)
-                    and not math.isnan(values[i, c.column])
-                }
-            )
-        return out
+        names = [n for n in self.parameter_names if self.columns[n].role == "choice"]
+        return [
+            {
+                name: self._label_of(name, float(row[self.columns[name].column]))
+                for name in names
+                if not math.isnan(row[self.columns[name].column])
+            }
+            for row in values
+        ]
 
     def path_parameters(self) -> list[list[str]]:
         """Names of the active parameters on each path."""
@@ -282,7 +256,8 @@ class TreeSpace:
         return vertex_active[..., self._column_vertex.to(X.device)]
 
     def canonicalize(self, X: Tensor) -> Tensor:
-        """Snap choice columns to valid codes, clamp to bounds, reset inactive columns.
+        """Snap labels to codes and integers to integers, clamp to bounds, and
+        reset inactive columns.
 
         Args:
             X: ``batch x n x d`` tensor.
@@ -291,16 +266,21 @@ class TreeSpace:
             A tensor of the same shape whose rows are valid encodings.
         """
         bounds = self.bounds.to(X)
-        X = torch.maximum(torch.minimum(X, bounds[1]), bounds[0])
-        if self._choice_cols.numel():
-            cols = self._choice_cols.to(X.device)
-            codes = self._choice_code_table.to(X)  # C x K (inf-padded)
+        X = torch.maximum(torch.minimum(X, bounds[1]), bounds[0]).clone()
+        if self._label_cols.numel():
+            cols = self._label_cols.to(X.device)
+            codes = self._label_code_table.to(X)  # C x K (inf-padded)
             dist = (X[..., cols].unsqueeze(-1) - codes).abs()
-            snapped = torch.take_along_dim(
+            X[..., cols] = torch.take_along_dim(
                 codes.expand(*dist.shape), dist.argmin(-1, keepdim=True), dim=-1
             ).squeeze(-1)
-            X = X.clone()
-            X[..., cols] = snapped
+        if self._integer_cols.numel():
+            cols = self._integer_cols.to(X.device)
+            log = self._integer_log.to(X.device)
+            z = X[..., cols]
+            X[..., cols] = torch.where(
+                log, torch.pow(10.0, z).round().log10(), z.round()
+            ).clamp(bounds[0, cols], bounds[1, cols])
         active = self.column_activity(X)
         return torch.where(active, X, self.canonical_values.to(X))
 
@@ -309,9 +289,9 @@ class TreeSpace:
         """Check ``config`` and return it in the space's own terms.
 
         Returns:
-            The configuration with Python floats for continuous values and
-            the space's own label objects for choices (so ``numpy.int64(1)``
-            becomes the label ``1``).
+            The configuration with Python floats for real values, ``int`` for
+            integers and the space's own label objects for choices and
+            categoricals (so ``numpy.int64(1)`` becomes the label ``1``).
 
         Raises:
             ConfigurationError: Naming the parameter, if ``config`` is not a
@@ -338,8 +318,8 @@ class TreeSpace:
     def to_dicts(self, X: Tensor) -> list[dict[str, Any]]:
         """Decode an ``n x d`` tensor into configurations (active parameters only).
 
-        Rows are first canonicalized (choices snapped to the nearest option,
-        values clamped to bounds).
+        Rows are first canonicalized (labels snapped to the nearest code,
+        integers rounded, values clamped to bounds).
 
         Raises:
             ValueError: If a column that is active in its row is NaN.
@@ -364,13 +344,8 @@ class TreeSpace:
             config = {}
             for name in self.parameter_names:
                 c = self.columns[name]
-                if not act[c.column]:
-                    continue
-                value = row[c.column]
-                if isinstance(c.param, Choice):
-                    config[name] = self._label_of(name, value)
-                else:
-                    config[name] = 10.0**value if c.param.log_scale else value
+                if act[c.column]:
+                    config[name] = self._decode(c, row[c.column])
             out.append(config)
         return out
 
@@ -378,11 +353,19 @@ class TreeSpace:
         """Decode one ``d`` row."""
         return self.to_dicts(x.reshape(1, -1))[0]
 
+    def _decode(self, c: Column, value: float) -> Any:
+        if c.name in self.choice_codes:
+            return self._label_of(c.name, value)
+        if isinstance(c.param, Integer):
+            raw = 10.0**value if c.param.log_scale else value
+            return min(max(int(round(raw)), c.param.low), c.param.high)
+        return 10.0**value if c.param.log_scale else value
+
     def _label_of(self, name: str, code: float) -> Hashable:
         for label, value in self.choice_codes[name].items():
             if value == code:
                 return label
-        raise ConfigurationError(f"choice {name!r}: no option with code {code}.")
+        raise ConfigurationError(f"parameter {name!r}: no label with code {code}.")
 
     def _encode_row(
         self, config: Mapping[str, Any], canonical: dict[str, Any] | None = None
@@ -402,30 +385,25 @@ class TreeSpace:
                 f"{self.parameter_names}."
             )
         row = self.canonical_values.tolist()
-        used: set[str] = set()
         stack = [self.root]
         while stack:
             vertex = stack.pop()
-            for p in vertex.params:
+            for p in (*vertex.params, *vertex.choices):
                 if p.name not in config:
+                    kind = "choice" if isinstance(p, Choice) else "parameter"
                     raise ConfigurationError(
-                        f"missing value for active parameter {p.name!r}."
+                        f"missing value for active {kind} {p.name!r}."
                     )
-                value = canonical[p.name] = p.check(config[p.name])
-                row[self.columns[p.name].column] = (
-                    math.log10(value) if p.log_scale else value
-                )
-                used.add(p.name)
-            for ch in vertex.choices:
-                if ch.name not in config:
-                    raise ConfigurationError(
-                        f"missing value for active choice {ch.name!r}."
-                    )
-                label = canonical[ch.name] = ch.match(config[ch.name])
-                row[self.columns[ch.name].column] = self.choice_codes[ch.name][label]
-                used.add(ch.name)
-                stack.append(ch.options[label])
-        inactive = [k for k in config if k not in used]
+                column = self.columns[p.name].column
+                if isinstance(p, (Choice, Categorical)):
+                    label = canonical[p.name] = p.match(config[p.name])
+                    row[column] = self.choice_codes[p.name][label]
+                    if isinstance(p, Choice):
+                        stack.append(p.options[label])
+                else:
+                    value = canonical[p.name] = p.check(config[p.name])
+                    row[column] = math.log10(value) if p.log_scale else float(value)
+        inactive = [k for k in config if k not in canonical]
         if inactive:
             raise ConfigurationError(
                 f"parameter {inactive[0]!r} is inactive in this configuration "
@@ -447,13 +425,15 @@ class TreeSpace:
         Args:
             n: Number of samples.
             seed: Seed of a fresh generator (ignored if ``generator`` is given).
-            by: ``"choice"``: every choice uniform over its options (a path's
-                probability is the product along it); ``"path"``: every path
-                equally likely. Continuous values are uniform in the tensor
+            by: ``"choice"``: every choice and categorical uniform over its
+                labels (a path's probability is the product along it);
+                ``"path"``: every path equally likely (spaces with at most
+                :data:`~treebo.configurations.MAX_ENUMERATED_PATHS` paths).
+                Real and integer values are uniform in the tensor
                 representation (log-uniform for ``log_scale``).
             generator: Optional ``torch.Generator``.
             canonical: Reset inactive columns to their canonical value. With
-                ``False`` every continuous column holds a random value (useful
+                ``False`` every real column holds a random value (useful
                 for scoring every vertex at once, or for switching paths).
         """
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
@@ -466,18 +446,34 @@ class TreeSpace:
                 generator.manual_seed(seed)
         u = torch.rand(n, self.dim, generator=generator, dtype=torch.float64)
         X = self.bounds[0] + u * (self.bounds[1] - self.bounds[0])
+        labels = list(self.choice_codes)
         if by == "path":
             idx = torch.randint(self.num_paths, (n,), generator=generator)
             values = self.tree.path_choice_values
             X = torch.where(torch.isnan(values[idx]), X, values[idx])
-        else:
-            for name, codes in self.choice_codes.items():
-                col = self.columns[name].column
-                vals = torch.tensor(list(codes.values()), dtype=torch.float64)
-                X[:, col] = vals[torch.randint(len(vals), (n,), generator=generator)]
+            labels = [k for k in labels if self.columns[k].role == "categorical"]
+        for name in labels:
+            vals = torch.tensor(list(self.choice_codes[name].values()))
+            pick = torch.randint(len(vals), (n,), generator=generator)
+            X[:, self.columns[name].column] = vals[pick]
+        if self._integer_cols.numel():  # integers: uniform over their values
+            X = self._spread_integers(X)
         if not canonical:
             return X
         return self.canonicalize(X)
+
+    def _spread_integers(self, X: Tensor) -> Tensor:
+        """Widen uniform integer columns by half a step on each side, so that
+        rounding gives the end values their full share."""
+        cols = self._integer_cols
+        lo, up = self.bounds[0, cols], self.bounds[1, cols]
+        linear = ~self._integer_log
+        z = X[:, cols]
+        lo_h = torch.where(linear, lo - 0.5, lo)
+        up_h = torch.where(linear, up + 0.5, up)
+        X = X.clone()
+        X[:, cols] = (lo_h + (z - lo) / (up - lo) * (up_h - lo_h)).clamp(lo, up)
+        return X
 
     def set_paths(self, X: Tensor, path_index: Tensor) -> Tensor:
         """Set the choice columns of each row of ``X`` to the given path's values."""
@@ -489,8 +485,3 @@ class TreeSpace:
             f"TreeSpace(dim={self.dim}, paths={self.num_paths}, "
             f"parameters={self.parameter_names})"
         )
-
-
-def _label(value: int | float) -> int | float:
-    """An int where ``value`` is integral (labels and keys of BoTorch codes)."""
-    return int(value) if float(value).is_integer() else float(value)

@@ -137,6 +137,12 @@ def validate_hierarchical_dependencies(
                 )
 
 
+def dependency_key(value: float) -> int | float:
+    """``value`` as a key of ``hierarchical_dependencies``: an ``int`` where it
+    is integral, else a ``float``."""
+    return int(value) if float(value).is_integer() else float(value)
+
+
 def _dependencies_key(
     dim: int, hierarchical_dependencies: HierarchicalDependencies
 ) -> tuple:

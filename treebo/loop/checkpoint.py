@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from treebo.loop.history import Trial
-from treebo.parameters import Choice, Real
+from treebo.parameters import Categorical, Choice, Parameter
 from treebo.space import TreeSpace
 
 CHECKPOINT_VERSION = 3
@@ -76,7 +76,14 @@ class Checkpoint:
 def space_signature(space: TreeSpace) -> dict[str, Any]:
     """Parameter names, bounds, choice labels and tree of ``space``, as JSON data."""
     deps = space.to_hierarchical_dependencies()
+    kinds = {
+        name: (type(c.param).__name__, c.role)
+        for name, c in space.columns.items()
+        if c.role in ("integer", "categorical")
+    }
+    extra = {"kinds": kinds} if kinds else {}  # absent for real/choice spaces
     return {
+        **extra,
         "parameters": list(space.parameter_names),
         "bounds": space.bounds.tolist(),
         "choices": {
@@ -129,14 +136,14 @@ def trial_from_record(space: TreeSpace, record: dict[str, Any]) -> Trial:
     return Trial(**{**record, "params": params})
 
 
-def _label_index(param: Real | Choice, value: Any) -> Any:
-    if isinstance(param, Choice):
+def _label_index(param: Parameter | Choice, value: Any) -> Any:
+    if isinstance(param, (Choice, Categorical)):
         return param.labels.index(param.match(value))
     return value
 
 
-def _label_at(param: Real | Choice, value: Any) -> Any:
-    return param.labels[value] if isinstance(param, Choice) else value
+def _label_at(param: Parameter | Choice, value: Any) -> Any:
+    return param.labels[value] if isinstance(param, (Choice, Categorical)) else value
 
 
 class Journal:
