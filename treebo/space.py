@@ -201,6 +201,11 @@ class TreeSpace:
         return self._columns_of("real", "integer")
 
     @property
+    def real_columns(self) -> list[int]:
+        """Columns of :class:`Real` parameters."""
+        return self._columns_of("real")
+
+    @property
     def integer_columns(self) -> list[int]:
         """Integer columns (:class:`Integer` and ordered :class:`Categorical`)."""
         return self._columns_of("integer")

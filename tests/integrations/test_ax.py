@@ -20,6 +20,7 @@ from treebo.integrations.ax import (  # noqa: E402
     ax_search_space,
     tree_space_from_ax,
 )
+from treebo import Choice, Real, TreeSpace, Vertex  # noqa: E402
 from treebo.models import AddTreeGP  # noqa: E402
 from treebo.test_functions import Jenatton, generalized_jenatton_space  # noqa: E402
 
@@ -94,9 +95,54 @@ def test_loop_model_options_are_the_tree_optimizer_defaults():
     assert opt.strategy.options.noise_floor == 1e-6
 
 
+def test_integers_categoricals_and_shared_dependents_round_trip():
+    ax_space = SearchSpace(
+        parameters=[
+            ChoiceParameter(
+                "kernel",
+                ParameterType.STRING,
+                values=["rbf", "poly", "linear"],
+                dependents={"rbf": ["gamma"], "poly": ["degree"]},
+                is_ordered=False,
+                sort_values=False,
+            ),
+            RangeParameter("gamma", ParameterType.FLOAT, 1e-3, 1.0, log_scale=True),
+            RangeParameter("degree", ParameterType.INT, 2, 5),
+            ChoiceParameter(
+                "criterion",
+                ParameterType.STRING,
+                values=["gini", "entropy", "log_loss"],
+                is_ordered=False,
+                sort_values=False,
+            ),
+        ]
+    )
+    space = tree_space_from_ax(ax_space)
+    col = {n: space.columns[n].column for n in space.parameter_names}
+    assert space.columns["degree"].role == "integer"
+    assert space.categorical_values == {col["criterion"]: [0.0, 1.0, 2.0]}
+    deps = space.to_hierarchical_dependencies()
+    assert deps[col["kernel"]] == {0: [col["gamma"]], 1: [col["degree"]], 2: []}
+    again = tree_space_from_ax(ax_search_space(space))
+    assert again.parameter_names == space.parameter_names
+    assert again.to_hierarchical_dependencies() == deps
+    assert again.categorical_values == space.categorical_values
+    config = {"kernel": "poly", "degree": 3, "criterion": "gini"}
+    assert again.validate(config) == config
+    # Ax holds trees only: a parameter shared by two options is refused.
+    gamma = Real("gamma", 1e-3, 1.0)
+    shared = TreeSpace(
+        Vertex(choices=[Choice("k", {"rbf": Vertex([gamma]), "poly": Vertex([gamma])})])
+    )
+    with pytest.raises(ValueError, match="'gamma' is shared by the options"):
+        ax_search_space(shared)
+
+
 def test_unsupported_ax_parameters_are_named():
-    bad = SearchSpace(parameters=[RangeParameter("n", ParameterType.INT, 1, 8)])
-    with pytest.raises(ValueError, match="'n'.*float ranges"):
+    from ax.core.parameter import FixedParameter
+
+    bad = SearchSpace(parameters=[FixedParameter("n", ParameterType.INT, 3)])
+    with pytest.raises(ValueError, match="'n'.*FixedParameter"):
         tree_space_from_ax(bad)
     with pytest.raises(ValueError, match="num_initial_trials"):
         add_tree_generation_strategy(num_initial_trials=0)

@@ -32,7 +32,7 @@ except ImportError as err:  # pragma: no cover - exercised without ax installed
     ) from err
 
 from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
-from treebo.space import Choice, Real, TreeSpace, Vertex
+from treebo.space import Categorical, Choice, Integer, Real, TreeSpace, Vertex
 
 _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
 
@@ -49,18 +49,22 @@ def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
     """A :class:`~treebo.TreeSpace` from an Ax search space with ``dependents``.
 
     Parameters that no choice activates sit on the root vertex. A choice's
-    ``dependents[value]`` become the continuous parameters and choices of the
-    vertex that ``value`` leads to. Parameter names and choice values carry over
-    (a choice value is the option's label in treebo's dicts).
+    ``dependents[value]`` become the parameters and choices of the vertex that
+    ``value`` leads to; a parameter listed under several values of one choice
+    is one parameter shared by those options. Float ranges become
+    :class:`~treebo.Real`, integer ranges :class:`~treebo.Integer`, and choices
+    without dependents :class:`~treebo.Categorical` (ordered if Ax's is).
+    Parameter names and choice values carry over (a choice value is the
+    option's label in treebo's dicts).
 
     Args:
-        search_space: An Ax ``SearchSpace`` of float ``RangeParameter``\\ s
-            (log scale allowed) and ``ChoiceParameter``\\ s, hierarchical or not.
+        search_space: An Ax ``SearchSpace`` of ``RangeParameter``\\ s (log scale
+            allowed) and ``ChoiceParameter``\\ s, hierarchical or not.
 
     Raises:
-        ValueError: For parameter types treebo does not model (integer ranges,
-            fixed parameters), naming the parameter, or a parameter activated by
-            two choices.
+        ValueError: For parameter types treebo does not model (fixed
+            parameters), naming the parameter, or a parameter activated by
+            two different choices.
     """
     params = search_space.parameters
     parent_of: dict[str, str] = {}
@@ -79,28 +83,33 @@ def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
                             f"{parent_of[child]!r} and {name!r}; a tree needs one "
                             "parent."
                         )
+    made: dict[str, Any] = {}  # one object per name: shared parameters
+
+    def parameter(name: str) -> Any:
+        if name in made:
+            return made[name]
+        p = params[name]
+        if isinstance(p, RangeParameter):
+            kind = Integer if p.parameter_type == ParameterType.INT else Real
+            made[name] = kind(name, p.lower, p.upper, log_scale=p.log_scale)
+        elif isinstance(p, ChoiceParameter) and p.is_hierarchical:
+            options = {v: vertex(list(p.dependents.get(v, []))) for v in p.values}
+            made[name] = Choice(name, options)
+        elif isinstance(p, ChoiceParameter):
+            made[name] = Categorical(name, p.values, ordered=bool(p.is_ordered))
+        else:
+            raise ValueError(
+                f"parameter {name!r}: {type(p).__name__} is not supported; "
+                "remove fixed parameters before converting."
+            )
+        return made[name]
 
     def vertex(names: list[str]) -> Vertex:
-        reals, choices = [], []
-        for name in names:
-            p = params[name]
-            if isinstance(p, RangeParameter):
-                if p.parameter_type != ParameterType.FLOAT:
-                    raise ValueError(
-                        f"parameter {name!r}: only float ranges are supported "
-                        f"(got {p.parameter_type.name}); use a ChoiceParameter."
-                    )
-                reals.append(Real(name, p.lower, p.upper, log_scale=p.log_scale))
-            elif isinstance(p, ChoiceParameter):
-                deps = p.dependents if p.is_hierarchical else {}
-                options = {v: vertex(list(deps.get(v, []))) for v in p.values}
-                choices.append(Choice(name, options))
-            else:
-                raise ValueError(
-                    f"parameter {name!r}: {type(p).__name__} is not supported; "
-                    "remove fixed parameters before converting."
-                )
-        return Vertex(reals, choices)
+        owned = [parameter(name) for name in names]
+        return Vertex(
+            [q for q in owned if not isinstance(q, Choice)],
+            [q for q in owned if isinstance(q, Choice)],
+        )
 
     roots = [name for name in params if name not in parent_of]
     return TreeSpace(vertex(roots))
@@ -109,50 +118,70 @@ def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
 def ax_search_space(space: TreeSpace) -> SearchSpace:
     """An Ax search space with ``dependents`` that describes ``space``.
 
-    Choices become ordered ``ChoiceParameter``\\ s (their order only matters to
-    Ax's transforms; :class:`~treebo.models.AddTreeGP` only uses them to pick
-    branches, and ordered choices are not one-hot encoded, which keeps one
-    column per choice); Ax sorts numeric choice values. Choice labels must be
-    ``int``, ``float``, ``bool`` or ``str`` of one type per choice.
+    Reals and integers become ``RangeParameter``\\ s, categoricals
+    ``ChoiceParameter``\\ s (ordered as theirs), and choices
+    ``ChoiceParameter``\\ s with ``dependents`` (ordered: their order only
+    matters to Ax's transforms; :class:`~treebo.models.AddTreeGP` only uses
+    them to pick branches, and ordered choices are not one-hot encoded, which
+    keeps one column per choice); Ax sorts numeric choice values. Labels must
+    be ``int``, ``float``, ``bool`` or ``str`` of one type per parameter.
+
+    Raises:
+        ValueError: Naming the parameter, for labels Ax cannot hold and for a
+            parameter shared by several options (Ax requires a tree of
+            parameters).
     """
+    dependents: dict[str, dict[Any, list[str]]] = {}
+    for column in space.columns.values():
+        if column.parent is not None:
+            choice, labels = column.parent
+            if len(labels) > 1:
+                raise ValueError(
+                    f"parameter {column.name!r} is shared by the options "
+                    f"{list(labels)} of {choice!r}; Ax's dependents cannot list "
+                    "a parameter under several values."
+                )
+            for label in labels:
+                dependents.setdefault(choice, {}).setdefault(label, [])
+                dependents[choice][label].append(column.name)
     parameters: list[Any] = []
-    for vertex in space.vertices:
-        for p in vertex.params:
+    for name in space.parameter_names:
+        p = space.columns[name].param
+        if isinstance(p, (Real, Integer)):
+            is_int = isinstance(p, Integer)
+            lower, upper = (p.low, p.high) if is_int else (p.lower, p.upper)
             parameters.append(
                 RangeParameter(
-                    p.name,
-                    ParameterType.FLOAT,
-                    lower=p.lower,
-                    upper=p.upper,
+                    name,
+                    ParameterType.INT if is_int else ParameterType.FLOAT,
+                    lower=lower,
+                    upper=upper,
                     log_scale=p.log_scale,
                 )
             )
-        for choice in vertex.choices:
-            labels = choice.labels
-            kinds = {type(label) for label in labels}
-            if len(kinds) != 1 or not kinds <= {int, float, bool, str}:
-                raise ValueError(
-                    f"choice {choice.name!r}: labels must share one of the types "
-                    f"int, float, bool, str for Ax, got {sorted(map(str, kinds))}."
-                )
-            kind = kinds.pop()
-            dependents = {
-                label: [q.name for q in (*child.params, *child.choices)]
-                for label, child in choice.options.items()
-            }
-            parameters.append(
-                ChoiceParameter(
-                    choice.name,
-                    _LABEL_TYPES.get(
-                        kind,
-                        ParameterType.STRING if kind is str else ParameterType.FLOAT,
-                    ),
-                    values=list(labels),
-                    is_ordered=len(labels) > 1,
-                    sort_values=kind in (int, float),
-                    dependents=(dependents if any(dependents.values()) else None),
-                )
+            continue
+        labels = p.labels
+        kinds = {type(label) for label in labels}
+        if len(kinds) != 1 or not kinds <= {int, float, bool, str}:
+            raise ValueError(
+                f"parameter {name!r}: labels must share one of the types int, "
+                f"float, bool, str for Ax, got {sorted(map(str, kinds))}."
             )
+        kind = kinds.pop()
+        ordered = p.ordered if isinstance(p, Categorical) else len(labels) > 1
+        deps = dependents.get(name)
+        parameters.append(
+            ChoiceParameter(
+                name,
+                _LABEL_TYPES.get(
+                    kind, ParameterType.STRING if kind is str else ParameterType.FLOAT
+                ),
+                values=list(labels),
+                is_ordered=ordered,
+                sort_values=kind in (int, float),
+                dependents={k: deps.get(k, []) for k in labels} if deps else None,
+            )
+        )
     return SearchSpace(parameters=parameters)
 
 

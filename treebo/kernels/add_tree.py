@@ -8,7 +8,8 @@ of vertices active at :math:`x`,
     k(x, x') = \sum_{v \in l(x) \cap l(x')} \sigma_v^2\,
         \kappa\!\left(\frac{x|_v - x'|_v}{\ell_v}\right),
 
-where :math:`x|_v` are the continuous parameters owned by vertex :math:`v`,
+where :math:`x|_v` are the parameters owned by vertex :math:`v` (numbers, and
+categoricals as one-hot features: :mod:`treebo.kernels.features`),
 :math:`\ell_v` their ARD lengthscales, :math:`\sigma_v^2` the vertex's output scale
 and :math:`\kappa` an RBF or Matern-5/2 correlation (Definition 4 / Algorithm 1 of
 the paper). Each term is the product of a delta kernel on "both points pass
@@ -33,6 +34,7 @@ needs ``S`` (= tree depth for a plain tree) kernel terms rather than ``V``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 import torch
 from gpytorch.constraints import GreaterThan, Interval
@@ -41,6 +43,7 @@ from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
 
 from treebo.kernels.correlation import SlotGram, stationary_correlation
+from treebo.kernels.features import feature_tables, vertex_features
 from treebo.kernels.hyperparameters import VertexHyperparameters
 from treebo.kernels.options import BASE_KERNELS, validate_vertex_bias
 from treebo.kernels.sharing import sharing_groups
@@ -102,6 +105,11 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             even where a fit drives an output scale towards zero, so that the
             output-scale prior's density stays finite).
         batch_shape: Batch shape of the hyper-parameters.
+        tree: A ready :class:`~treebo.structure.TreeStructure` of ``dim`` and
+            ``hierarchical_dependencies`` (default: built, or shared, from them).
+        categorical_values: ``{column: values}`` of the parameter columns that
+            are unordered categoricals: modelled by one-hot features (see
+            :mod:`treebo.kernels.features`) rather than as numbers.
 
     Shapes:
         ``forward(x1: *b x n x d, x2: *b x m x d) -> *b x n x m``, or
@@ -125,6 +133,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         outputscale_constraint: Interval | None = None,
         batch_shape: torch.Size | None = None,
         tree: TreeStructure | None = None,
+        categorical_values: Mapping[int, Sequence[float]] | None = None,
     ) -> None:
         batch_shape = torch.Size() if batch_shape is None else batch_shape
         super().__init__(batch_shape=batch_shape)
@@ -144,10 +153,22 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         self.vertex_bias = vertex_bias = validate_vertex_bias(vertex_bias)
         tree = self.tree
         V, d_max = tree.num_vertices, tree.max_vertex_dim
-        self.register_buffer("vertex_columns", tree.vertex_columns.clone())
-        self.register_buffer(
-            "vertex_column_mask", tree.vertex_column_mask.to(torch.float64)
-        )
+        self.categorical_values = {
+            int(c): [float(a) for a in values]
+            for c, values in (categorical_values or {}).items()
+        }
+        if self.categorical_values:
+            tables = feature_tables(tree, self.categorical_values)
+            self.register_buffer("feature_columns", tables["columns"])
+            self.register_buffer("feature_mask", tables["mask"])
+            self.register_buffer("feature_codes", tables["codes"])
+            self.register_buffer("feature_slots", tables["slots"])
+        else:  # one feature per column
+            self.register_buffer("feature_columns", tree.vertex_columns.clone())
+            self.register_buffer(
+                "feature_mask", tree.vertex_column_mask.to(torch.float64)
+            )
+            self.feature_codes = self.feature_slots = None
         has_params = tree.vertex_dims > 0
         if vertex_bias == "all":
             has_offset = torch.ones_like(has_params)
@@ -221,8 +242,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
                 VertexHyperparameters._lengthscale_param,
                 VertexHyperparameters._lengthscale_closure,
             )
-        path_mask = tree.path_vertex_mask & contributes.unsqueeze(0)
-        path_len = max(1, int(path_mask.sum(-1).max()))
+        path_len = max(1, tree.max_active_vertices(contributes))
         if outputscale_prior is None:
             outputscale_prior = LogNormalPrior(
                 loc=torch.tensor(-math.log(path_len)), scale=torch.tensor(1.0)
@@ -266,13 +286,19 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
 
     # ----------------------------------------------------------- features
     def _vertex_features(self, x: Tensor) -> Tensor:
-        r"""Scaled continuous values of every vertex: ``*b x n x V x D_max``.
+        r"""Scaled features of every vertex: ``*b x n x V x F``
+        (:func:`~treebo.kernels.features.vertex_features`).
 
         Padded entries are zero, so they add nothing to distances.
         """
-        z = x[..., self.vertex_columns]  # *b x n x V x D_max
-        ls = self.lengthscale.unsqueeze(-3)  # *kb x 1 x V x D_max
-        return z / ls * self.vertex_column_mask.to(z)
+        return vertex_features(
+            x,
+            self.lengthscale,
+            self.feature_columns,
+            self.feature_mask,
+            self.feature_codes,
+            self.feature_slots,
+        )
 
     def _slot_features(
         self, x: Tensor

@@ -18,6 +18,7 @@ maximizes vertex by vertex.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -116,9 +117,9 @@ class AddTreeGP(SingleTaskGP):
     ``hierarchical_dependencies``), same ``train_Yvar``, ``input_transform``
     and ``outcome_transform`` arguments.
 
-    By default inputs are normalized with :class:`Normalize` on the continuous
-    columns only (using ``bounds`` if given, else the training data's range), so
-    that choice columns keep the values that select branches.
+    By default inputs are normalized with :class:`Normalize` on the numeric
+    parameter columns only (using ``bounds`` if given, else the training data's
+    range), so that choice and categorical columns keep their values.
 
     Args:
         train_X: ``batch_shape x n x d`` training inputs.
@@ -133,6 +134,9 @@ class AddTreeGP(SingleTaskGP):
         outcome_transform: Outcome transform (``DEFAULT``: ``Standardize``).
         covar_module: Optional ready :class:`AddTreeKernel` (e.g. with other
             priors); must match ``train_X``'s columns.
+        categorical_values: ``{column: values}`` of the unordered categorical
+            parameter columns (e.g. ``TreeSpace.categorical_values``), modelled
+            by one-hot features inside their vertex's kernel; default none.
         **kernel_options: The kernel's structural settings, the fields of
             :class:`~treebo.kernels.AddTreeKernelOptions` (``base_kernel``,
             ``vertex_bias``, ``share_lengthscales``, ``share_outputscales``,
@@ -162,6 +166,7 @@ class AddTreeGP(SingleTaskGP):
         input_transform: InputTransform | _DefaultType | None = DEFAULT,
         outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
         covar_module: AddTreeKernel | None = None,
+        categorical_values: Mapping[int, Sequence[float]] | None = None,
         **kernel_options: Any,
     ) -> None:
         if train_X.dim() < 2:
@@ -172,15 +177,17 @@ class AddTreeGP(SingleTaskGP):
         kernel_options = AddTreeKernelOptions(**kernel_options).as_kwargs()
         d = train_X.shape[-1]
         tree = TreeStructure.build(d, hierarchical_dependencies)
+        categorical_values = dict(categorical_values or {})
+        numeric = [c for c in tree.continuous_columns if c not in categorical_values]
         if input_transform == DEFAULT:
             input_transform = (
                 Normalize(
                     d=d,
-                    indices=list(tree.continuous_columns),
+                    indices=numeric,
                     bounds=None if bounds is None else bounds.to(train_X),
                     batch_shape=train_X.shape[:-2],
                 )
-                if tree.continuous_columns
+                if numeric
                 else None
             )
         deps = transform_dependencies(
@@ -198,6 +205,7 @@ class AddTreeGP(SingleTaskGP):
                 dim=d,
                 hierarchical_dependencies=deps,
                 batch_shape=batch_shape,
+                categorical_values=categorical_values,
                 **kernel_options,
             )
         elif not isinstance(covar_module, AddTreeKernel) or covar_module.dim != d:
@@ -221,6 +229,7 @@ class AddTreeGP(SingleTaskGP):
         cls,
         training_data: SupervisedDataset,
         hierarchical_dependencies: HierarchicalDependencies,
+        categorical_values: Mapping[int, Sequence[float]] | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Model keyword arguments from a dataset (used by Ax's ``BoTorchGenerator``).
@@ -228,6 +237,8 @@ class AddTreeGP(SingleTaskGP):
         Args:
             training_data: A ``SupervisedDataset``.
             hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
+            categorical_values: ``{column: values}`` of unordered categorical
+                parameter columns.
             **kwargs: Kernel options (fields of
                 :class:`~treebo.kernels.AddTreeKernelOptions`) and
                 ``SingleTaskGP.construct_inputs``' own arguments.
@@ -236,6 +247,8 @@ class AddTreeGP(SingleTaskGP):
         kernel_options = {k: kwargs.pop(k) for k in names if k in kwargs}
         inputs = super().construct_inputs(training_data=training_data, **kwargs)
         inputs["hierarchical_dependencies"] = hierarchical_dependencies
+        if categorical_values:
+            inputs["categorical_values"] = categorical_values
         inputs.update(AddTreeKernelOptions(**kernel_options).as_kwargs())
         return inputs
 

@@ -77,12 +77,19 @@ LOCAL_ACQUISITIONS = ("ucb", "log_ei")
 
 
 def same_path_as(space: TreeSpace, X: Tensor, x: Tensor) -> Tensor:
-    """``n`` boolean: which rows of ``X`` (``n x d``) lie on the path of ``x`` (``d``).
+    """``n`` boolean: which rows of ``X`` (``n x d``) share the discrete setting of
+    ``x`` (``d``).
 
-    Two configurations are on the same path when the same vertices are active.
+    Two configurations share it when the same vertices are active and their
+    integer and categorical columns are equal: they then differ only in real
+    values, the domain of a local step.
     """
     activity = space.tree.vertex_activity(torch.cat([x.unsqueeze(0), X]))
-    return (activity[1:] == activity[:1]).all(-1)
+    same = (activity[1:] == activity[:1]).all(-1)
+    discrete = space.integer_columns + space.categorical_columns
+    if discrete:
+        same &= (X[:, discrete] == x[discrete]).all(-1)
+    return same
 
 
 def _first_occurrences(Z: Tensor) -> Tensor:
@@ -242,7 +249,7 @@ def local_refinement_candidate(
     best = int(y.squeeze(-1).argmax())
     x_best = X[best]
     active = space.column_activity(x_best.unsqueeze(0))[0]
-    cols = [c for c in space.continuous_columns if bool(active[c])]
+    cols = [c for c in space.real_columns if bool(active[c])]
     if not cols:
         return None
     k = num_neighbors if num_neighbors is not None else max(6, 3 * len(cols) + 2)
@@ -346,10 +353,10 @@ def _fit_local_model(
 
 def linf_distance(space: TreeSpace, a: Tensor, b: Tensor) -> float:
     """``bounds``-normalized :math:`\\ell_\\infty` distance of two ``d`` encodings
-    over their continuous columns (``inf`` if they lie on different paths)."""
+    over their real columns (``inf`` unless they share the discrete setting)."""
     if not bool(same_path_as(space, a.unsqueeze(0), b)[0]):
         return math.inf
-    cols = list(space.continuous_columns)
+    cols = list(space.real_columns)
     if not cols:
         return 0.0
     width = (space.bounds[1] - space.bounds[0]).to(a)[cols]

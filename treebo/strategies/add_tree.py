@@ -91,6 +91,7 @@ class AddTreeStrategy(Strategy):
             y,
             space.to_hierarchical_dependencies(),
             bounds=space.bounds.to(X),
+            categorical_values=space.categorical_values,
             likelihood=noise_floor_likelihood(noise_floor),
             **self.options.kernel.as_kwargs(),
         ).to(X)

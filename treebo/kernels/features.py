@@ -1,0 +1,114 @@
+r"""The feature map of each vertex: numeric values and one-hot categoricals.
+
+Vertex :math:`v` of an :class:`~treebo.kernels.AddTreeKernel` owns parameter
+columns: numeric ones (real and integer parameters, ordered categoricals) and
+unordered categorical ones. Its features at a point :math:`x` are
+
+- :math:`x_c / \ell_{v,c}` for a numeric column :math:`c`;
+- :math:`[x_c = a] / (\sqrt2\,\ell_{v,c})` for each value :math:`a` of a
+  categorical column :math:`c` (one-hot, scaled),
+
+so that the squared distance of two points' features is
+
+.. math::
+
+    \sum_{c\ \mathrm{numeric}} \frac{(x_c - x'_c)^2}{\ell_{v,c}^2}
+    + \sum_{c\ \mathrm{categorical}} \frac{[x_c \ne x'_c]}{\ell_{v,c}^2}.
+
+A stationary correlation of this distance is an RBF (or Matern) kernel of the
+numeric values times a delta-type kernel
+:math:`\exp(-[x_c \ne x'_c] / 2\ell_{v,c}^2)` per categorical for the RBF: a
+categorical interacts with the vertex's other parameters, and the whole is PSD
+because it is a stationary kernel of a feature map. Each column keeps one
+lengthscale, whatever its number of values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import torch
+from torch import Tensor
+
+from treebo.structure import CHOICE_ATOL, CHOICE_RTOL, TreeStructure
+
+_SQRT_HALF = math.sqrt(0.5)
+
+
+def feature_tables(
+    tree: TreeStructure, categorical_values: Mapping[int, Sequence[float]]
+) -> dict[str, Tensor]:
+    """Index tables of the vertices' features (built once).
+
+    Args:
+        tree: The tree; ``tree.vertex_columns`` lists each vertex's columns.
+        categorical_values: ``{column: values}`` of the categorical columns.
+
+    Returns:
+        ``V x F`` tensors: ``columns`` (the input column of each feature),
+        ``codes`` (its categorical value, NaN for numeric features),
+        ``slots`` (the lengthscale slot, an index into ``D_max``) and
+        ``mask`` (1 for real features, 0 for padding).
+
+    Raises:
+        ValueError: If a categorical column is not a parameter column.
+    """
+    parameter_columns = set(tree.continuous_columns)
+    for c in categorical_values:
+        if int(c) not in parameter_columns:
+            raise ValueError(
+                f"categorical_values: column {c} is not a parameter column of the "
+                "tree (choice columns select branches and are not modelled)."
+            )
+    rows: list[list[tuple[int, float, int]]] = []
+    for vertex in tree.vertices:
+        row = []
+        for slot, c in enumerate(vertex.continuous_columns):
+            values = categorical_values.get(c)
+            if values is None:
+                row.append((c, math.nan, slot))
+            else:
+                row.extend((c, float(a), slot) for a in values)
+        rows.append(row)
+    V, F = len(rows), max(1, max(len(r) for r in rows))
+    columns = torch.zeros(V, F, dtype=torch.long)
+    codes = torch.full((V, F), math.nan, dtype=torch.float64)
+    slots = torch.zeros(V, F, dtype=torch.long)
+    mask = torch.zeros(V, F, dtype=torch.float64)
+    for v, row in enumerate(rows):
+        for f, (c, a, s) in enumerate(row):
+            columns[v, f], codes[v, f], slots[v, f], mask[v, f] = c, a, s, 1.0
+    return {"columns": columns, "codes": codes, "slots": slots, "mask": mask}
+
+
+def vertex_features(
+    x: Tensor,
+    lengthscale: Tensor,
+    columns: Tensor,
+    mask: Tensor,
+    codes: Tensor | None = None,
+    slots: Tensor | None = None,
+) -> Tensor:
+    r"""Scaled features of every vertex: ``*b x n x V x F``.
+
+    Args:
+        x: ``*b x n x d`` inputs.
+        lengthscale: ``*kb x V x D_max`` per-vertex lengthscales.
+        columns: ``V x F`` input column of each feature.
+        mask: ``V x F``, 0 on padding (padded features are zero).
+        codes: ``V x F`` categorical value of each feature (NaN: numeric);
+            ``None`` when there are no categoricals (then ``F = D_max`` and
+            feature ``f`` is lengthscale slot ``f``).
+        slots: ``V x F`` lengthscale slot of each feature (with ``codes``).
+    """
+    z = x[..., columns]  # *b x n x V x F
+    if codes is None:
+        ls = lengthscale
+    else:
+        codes = codes.to(z)
+        onehot = (z - codes).abs() <= CHOICE_ATOL + CHOICE_RTOL * codes.abs()
+        z = torch.where(codes.isnan(), z, onehot.to(z) * _SQRT_HALF)
+        index = slots.expand(*lengthscale.shape[:-2], *slots.shape)
+        ls = torch.take_along_dim(lengthscale, index, dim=-1)
+    return z / ls.unsqueeze(-3) * mask.to(z)
