@@ -45,6 +45,7 @@ from treebo.parameters import (
     Real,
     Vertex,
 )
+from treebo.sampling import from_unit_cube, sample_space
 from treebo.structure import TreeStructure, dependency_key
 
 __all__ = [
@@ -76,7 +77,7 @@ class TreeSpace:
         ...                     "adam": Vertex()})]))
         >>> space.to_dict(space.to_tensor(
         ...     {"layers": 3, "act": "tanh", "opt": "sgd", "momentum": 0.5}))
-        {'layers': 3, 'act': 'tanh', 'momentum': 0.5, 'opt': 'sgd'}
+        {'layers': 3, 'act': 'tanh', 'opt': 'sgd', 'momentum': 0.5}
     """
 
     def __init__(self, root: Vertex, *, _layout: dict[str, Any] | None = None) -> None:
@@ -131,17 +132,17 @@ class TreeSpace:
         self.canonical_values = canonical
         self.tree = TreeStructure.build(self.dim, self.to_hierarchical_dependencies())
         label_cols = [self.columns[n].column for n in self.choice_codes]
-        self._label_cols = torch.tensor(label_cols, dtype=torch.long)
+        self.label_column_index = torch.tensor(label_cols, dtype=torch.long)
         k_max = max([len(v) for v in self.choice_codes.values()], default=1)
         table = torch.full((len(label_cols), k_max), math.inf, dtype=torch.float64)
         for i, label_codes in enumerate(self.choice_codes.values()):
             table[i, : len(label_codes)] = torch.tensor(list(label_codes.values()))
-        self._label_code_table = table
+        self.label_code_table = table
         integers = [c for c in self.columns.values() if isinstance(c.param, Integer)]
-        self._integer_cols = torch.tensor(
+        self.integer_column_index = torch.tensor(
             [c.column for c in integers], dtype=torch.long
         )
-        self._integer_log = torch.tensor([c.param.log_scale for c in integers])
+        self.integer_log_scale = torch.tensor([c.param.log_scale for c in integers])
         self._column_vertex = self._map_columns_to_tree_vertices()
 
     # ------------------------------------------------------------ building
@@ -272,16 +273,16 @@ class TreeSpace:
         """
         bounds = self.bounds.to(X)
         X = torch.maximum(torch.minimum(X, bounds[1]), bounds[0]).clone()
-        if self._label_cols.numel():
-            cols = self._label_cols.to(X.device)
-            codes = self._label_code_table.to(X)  # C x K (inf-padded)
+        if self.label_column_index.numel():
+            cols = self.label_column_index.to(X.device)
+            codes = self.label_code_table.to(X)  # C x K (inf-padded)
             dist = (X[..., cols].unsqueeze(-1) - codes).abs()
             X[..., cols] = torch.take_along_dim(
                 codes.expand(*dist.shape), dist.argmin(-1, keepdim=True), dim=-1
             ).squeeze(-1)
-        if self._integer_cols.numel():
-            cols = self._integer_cols.to(X.device)
-            log = self._integer_log.to(X.device)
+        if self.integer_column_index.numel():
+            cols = self.integer_column_index.to(X.device)
+            log = self.integer_log_scale.to(X.device)
             z = X[..., cols]
             X[..., cols] = torch.where(
                 log, torch.pow(10.0, z).round().log10(), z.round()
@@ -425,60 +426,14 @@ class TreeSpace:
         generator: torch.Generator | None = None,
         canonical: bool = True,
     ) -> Tensor:
-        """Sample ``n`` valid encoded configurations (``n x d``).
+        """Sample ``n`` valid encoded configurations (``n x d``); see
+        :func:`treebo.sampling.sample_space` for the arguments."""
+        return sample_space(self, n, seed, by, generator, canonical)
 
-        Args:
-            n: Number of samples.
-            seed: Seed of a fresh generator (ignored if ``generator`` is given).
-            by: ``"choice"``: every choice and categorical uniform over its
-                labels (a path's probability is the product along it);
-                ``"path"``: every path equally likely (spaces with at most
-                :data:`~treebo.configurations.MAX_ENUMERATED_PATHS` paths).
-                Real and integer values are uniform in the tensor
-                representation (log-uniform for ``log_scale``).
-            generator: Optional ``torch.Generator``.
-            canonical: Reset inactive columns to their canonical value. With
-                ``False`` every real column holds a random value (useful
-                for scoring every vertex at once, or for switching paths).
-        """
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"n must be an integer >= 0, got {n!r}.")
-        if by not in ("choice", "path"):
-            raise ValueError(f"by must be 'choice' or 'path', got {by!r}.")
-        if generator is None:
-            generator = torch.Generator()
-            if seed is not None:
-                generator.manual_seed(seed)
-        u = torch.rand(n, self.dim, generator=generator, dtype=torch.float64)
-        X = self.bounds[0] + u * (self.bounds[1] - self.bounds[0])
-        labels = list(self.choice_codes)
-        if by == "path":
-            idx = torch.randint(self.num_paths, (n,), generator=generator)
-            values = self.tree.path_choice_values
-            X = torch.where(torch.isnan(values[idx]), X, values[idx])
-            labels = [k for k in labels if self.columns[k].role == "categorical"]
-        for name in labels:
-            vals = torch.tensor(list(self.choice_codes[name].values()))
-            pick = torch.randint(len(vals), (n,), generator=generator)
-            X[:, self.columns[name].column] = vals[pick]
-        if self._integer_cols.numel():  # integers: uniform over their values
-            X = self._spread_integers(X)
-        if not canonical:
-            return X
-        return self.canonicalize(X)
-
-    def _spread_integers(self, X: Tensor) -> Tensor:
-        """Widen uniform integer columns by half a step on each side, so that
-        rounding gives the end values their full share."""
-        cols = self._integer_cols
-        lo, up = self.bounds[0, cols], self.bounds[1, cols]
-        linear = ~self._integer_log
-        z = X[:, cols]
-        lo_h = torch.where(linear, lo - 0.5, lo)
-        up_h = torch.where(linear, up + 0.5, up)
-        X = X.clone()
-        X[:, cols] = (lo_h + (z - lo) / (up - lo) * (up_h - lo_h)).clamp(lo, up)
-        return X
+    def from_unit_cube(self, U: Tensor, canonical: bool = True) -> Tensor:
+        """Map points of ``[0, 1]^d`` (e.g. Sobol points) to valid encodings;
+        see :func:`treebo.sampling.from_unit_cube`."""
+        return from_unit_cube(self, U, canonical)
 
     def set_paths(self, X: Tensor, path_index: Tensor) -> Tensor:
         """Set the choice columns of each row of ``X`` to the given path's values."""

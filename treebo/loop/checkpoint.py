@@ -41,6 +41,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+import weakref
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,8 @@ class Journal:
     def __init__(self, path: str | os.PathLike, identity: dict[str, Any]) -> None:
         self.path = Path(path)
         self.identity = identity
+        self._fd: int | None = None
+        self._closer: weakref.finalize | None = None
 
     def open(self, space: TreeSpace) -> Checkpoint | None:
         """Read the file if it exists, check its identity, and compact it;
@@ -174,6 +177,7 @@ class Journal:
             # Write the header now, so that the first trial is a plain append.
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _write_atomically(self.path, self._header() + "\n")
+            self._open_for_append()
             return None
         saved = self._read(space)
         lines = [self._header()]
@@ -181,7 +185,20 @@ class Journal:
         if saved.strategy_state:
             lines.append(json.dumps({"strategy_state": saved.strategy_state}))
         _write_atomically(self.path, "\n".join(lines) + "\n")
+        self._open_for_append()
         return saved
+
+    def _open_for_append(self) -> None:
+        """Keep a descriptor open, so that an append is one ``write`` call."""
+        self.close()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self._closer = weakref.finalize(self, os.close, self._fd)
+
+    def close(self) -> None:
+        """Close the file (appending opens it again)."""
+        if self._closer is not None:
+            self._closer()
+        self._fd = self._closer = None
 
     def append_trial(self, space: TreeSpace, trial: Trial) -> None:
         """Append one told evaluation."""
@@ -196,10 +213,15 @@ class Journal:
         return json.dumps(header)
 
     def _append(self, event: dict[str, Any]) -> None:
-        with open(self.path, "a") as fh:
-            fh.write(json.dumps(event) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        # Once write() returns the line is the kernel's: a killed process
+        # keeps it; fsync() then guards it against a machine crash.
+        data = (json.dumps(event) + "\n").encode()
+        if self._fd is None:
+            self._open_for_append()
+        written = 0
+        while written < len(data):
+            written += os.write(self._fd, data[written:])
+        os.fsync(self._fd)
 
     # ------------------------------------------------------------- reading
     def _read(self, space: TreeSpace) -> Checkpoint:

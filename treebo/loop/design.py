@@ -1,4 +1,5 @@
-"""The loop's initial design: every path in turn, values from scrambled Sobol."""
+"""The loop's initial design: scrambled Sobol points, every path in turn where
+there are fewer paths than points."""
 
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ def default_initial_size(space: TreeSpace) -> int:
 
 
 def initial_design(space: TreeSpace, n: int, seed: int | None) -> list[dict[str, Any]]:
-    """``n`` configurations that visit the paths in a shuffled round-robin.
+    """``n`` scrambled Sobol configurations.
 
-    The continuous values come from one scrambled Sobol sequence over the
-    whole encoding, so each path's points are spread out as well.
+    Values (and labels, and integers) come from one scrambled Sobol sequence
+    over the whole encoding (:meth:`~treebo.TreeSpace.from_unit_cube`). Where
+    the space has at most ``n`` paths, they are then visited in a shuffled
+    round-robin, so that every path is tried and each path's points are
+    spread out as well.
 
     Args:
         space: The search space.
@@ -34,13 +38,16 @@ def initial_design(space: TreeSpace, n: int, seed: int | None) -> list[dict[str,
     """
     gen = torch.Generator()
     gen.manual_seed(0 if seed is None else seed)
-    order = torch.randperm(space.num_paths, generator=gen)
-    paths = order.repeat(n // space.num_paths + 1)[:n]
+    by_path = space.num_paths <= n
+    if by_path:
+        order = torch.randperm(space.num_paths, generator=gen)
+        paths = order.repeat(n // space.num_paths + 1)[:n]
     sobol = SobolEngine(
         space.dim,
         scramble=True,
         seed=int(torch.randint(2**31 - 1, (1,), generator=gen)),
     )
-    u = sobol.draw(n, dtype=torch.float64)
-    X = space.bounds[0] + u * (space.bounds[1] - space.bounds[0])
-    return space.to_dicts(space.set_paths(X, paths))
+    X = space.from_unit_cube(sobol.draw(n, dtype=torch.float64), canonical=False)
+    if by_path:
+        X = space.set_paths(X, paths)
+    return space.to_dicts(X)

@@ -71,6 +71,7 @@ from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
+from treebo.optim.tree_optimize import distinct_rows
 from treebo.space import TreeSpace
 
 LOCAL_ACQUISITIONS = ("ucb", "log_ei")
@@ -90,17 +91,6 @@ def same_path_as(space: TreeSpace, X: Tensor, x: Tensor) -> Tensor:
     if discrete:
         same &= (X[:, discrete] == x[discrete]).all(-1)
     return same
-
-
-def _first_occurrences(Z: Tensor) -> Tensor:
-    """Indices of the first occurrence of each distinct row of ``Z`` (``n x c``),
-    in row order."""
-    _, inverse = torch.unique(Z, dim=0, return_inverse=True)
-    first = torch.full((int(inverse.max()) + 1,), Z.shape[0], device=Z.device)
-    first = first.scatter_reduce(
-        0, inverse, torch.arange(Z.shape[0], device=Z.device), "amin"
-    )
-    return first.sort().values
 
 
 class OffsetModel(Model):
@@ -259,7 +249,7 @@ def local_refinement_candidate(
     Z = (X[on_path][:, cols] - x_best[cols]) / width  # on-path offsets, normalized
     # Repeated points count once, so that re-evaluations of the incumbent
     # cannot collapse the box onto it.
-    distinct = _first_occurrences(Z)
+    distinct = distinct_rows(Z)
     if distinct.numel() < len(cols) + 2:
         return None
     dist = Z[distinct].abs().amax(-1)

@@ -34,10 +34,12 @@ class TreeCandidate:
     Attributes:
         candidate: ``1 x d`` encoded point.
         value: Acquisition value at the candidate (scalar tensor).
-        path: Index of the chosen path in ``space.paths()``.
-        path_values: ``P`` tensor: the best acquisition value found per path.
-        path_candidates: ``P x d``: each path's point (row ``p`` scores
-            ``path_values[p]``), canonicalized; for
+        path: Index of the chosen path in ``space.paths()`` (``None`` for
+            optimizers that do not list paths).
+        path_values: ``P`` tensor: the best acquisition value found per path
+            (or per start, for optimizers that do not list paths).
+        path_candidates: ``P x d``: each path's (or start's) point (row ``p``
+            scores ``path_values[p]``), canonicalized; for
             :func:`optimize_add_tree_ucb`, ``vertex_point`` with that path's
             choices.
         vertex_point: For :func:`optimize_add_tree_ucb`, the ``1 x d`` point that
@@ -47,13 +49,16 @@ class TreeCandidate:
 
     candidate: Tensor
     value: Tensor
-    path: int
+    path: int | None
     path_values: Tensor
     path_candidates: Tensor | None = None
     vertex_point: Tensor | None = None
 
 
-def _check_inputs(space: TreeSpace, num_restarts: int, raw_samples: int) -> None:
+def check_optimizer_inputs(
+    space: TreeSpace, num_restarts: int, raw_samples: int
+) -> None:
+    """Raise a named error for a wrong space or start counts."""
     if not isinstance(space, TreeSpace):
         raise TypeError(f"space must be a TreeSpace, got {type(space).__name__}.")
     if num_restarts < 1 or raw_samples < num_restarts:
@@ -63,11 +68,23 @@ def _check_inputs(space: TreeSpace, num_restarts: int, raw_samples: int) -> None
         )
 
 
-def _reference_tensor(acq_function: AcquisitionFunction) -> Tensor:
+def reference_tensor(acq_function: AcquisitionFunction) -> Tensor:
+    """A tensor with the device and dtype of the acquisition's model."""
     model = getattr(acq_function, "model", None)
     if model is not None:
         return model.train_inputs[0]
     return torch.zeros(1, dtype=torch.float64)
+
+
+def distinct_rows(X: Tensor) -> Tensor:
+    """Indices of the first occurrence of each distinct row of ``X`` (``n x c``),
+    in row order."""
+    _, inverse = torch.unique(X, dim=0, return_inverse=True)
+    first = torch.full((int(inverse.max()) + 1,), X.shape[0], device=X.device)
+    first = first.scatter_reduce(
+        0, inverse, torch.arange(X.shape[0], device=X.device), "amin"
+    )
+    return first.sort().values
 
 
 def perturb_around(
@@ -157,8 +174,8 @@ def optimize_add_tree_ucb(
         raise ValueError(
             f"path_selection must be one of {PATH_SELECTIONS}, got {path_selection!r}."
         )
-    _check_inputs(space, num_restarts, raw_samples)
-    ref = _reference_tensor(acq_function)
+    check_optimizer_inputs(space, num_restarts, raw_samples)
+    ref = reference_tensor(acq_function)
     tree = space.tree
     bounds = space.bounds.to(ref)
     col_vertex = space._column_vertex.to(ref.device)
@@ -249,8 +266,8 @@ def optimize_acqf_tree(
     Returns:
         A :class:`TreeCandidate`.
     """
-    _check_inputs(space, num_restarts, raw_samples)
-    ref = _reference_tensor(acq_function)
+    check_optimizer_inputs(space, num_restarts, raw_samples)
+    ref = reference_tensor(acq_function)
     P = space.num_paths
     gen = torch.Generator()
     if seed is not None:

@@ -32,6 +32,7 @@ from torch import Tensor
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
 from treebo.models.add_tree_gp import AddTreeGP
 from treebo.models.fit import noise_floor_likelihood
+from treebo.optim.mixed import lists_paths, optimize_acqf_mixed_tree
 from treebo.optim.tree_optimize import (
     TreeCandidate,
     optimize_acqf_tree,
@@ -173,9 +174,20 @@ class AddTreeStrategy(Strategy):
     def optimize_acquisition(
         self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
     ) -> TreeCandidate:
-        """Maximize LogEI over every path (``num_restarts // 2`` starts each)."""
+        """Maximize LogEI: over every path (``num_restarts // 2`` starts each)
+        where the space has few paths and only real parameters, else by
+        alternating continuous and discrete steps."""
         acqf: AcquisitionFunction = LogExpectedImprovement(model, best_f=y.max())
         opts = self.options
+        if not lists_paths(observations.space):
+            return optimize_acqf_mixed_tree(
+                acqf,
+                observations.space,
+                num_restarts=opts.num_restarts,
+                raw_samples=opts.raw_samples,
+                seed=observations.seed,
+                around=around,
+            )
         return optimize_acqf_tree(
             acqf,
             observations.space,
@@ -214,9 +226,21 @@ class AddTreeUCBStrategy(AddTreeStrategy):
     def optimize_acquisition(
         self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
     ) -> TreeCandidate:
-        """Per-vertex UCB optima, combined by ``options.path_selection``."""
+        """Per-vertex UCB optima, combined by ``options.path_selection``; on
+        spaces with many paths or discrete parameters, the sum of the vertex
+        UCBs along a point's path, maximized by alternating continuous and
+        discrete steps."""
         opts = self.options
         acqf = AddTreeUCB(model, beta=opts.beta, maximize=True)
+        if not lists_paths(observations.space):
+            return optimize_acqf_mixed_tree(
+                acqf,
+                observations.space,
+                num_restarts=opts.num_restarts,
+                raw_samples=opts.raw_samples,
+                seed=observations.seed,
+                around=around,
+            )
         return optimize_add_tree_ucb(
             acqf,
             observations.space,
