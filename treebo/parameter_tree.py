@@ -55,17 +55,27 @@ def column_role(param: Real | Integer | Categorical | Choice) -> str:
     return "categorical"
 
 
-def collect_parameters(root: Vertex) -> tuple[list[Any], dict[str, Any]]:
-    """The parameters in BFS order (each once) and each one's parent condition.
+def collect_parameters(
+    root: Vertex,
+) -> tuple[list[Any], dict[str, Any], list[Vertex]]:
+    """The parameters in BFS order (each once), each one's parent condition
+    (``(choice name, labels)`` or ``None``), and the vertices in BFS order.
 
     A name met again must be the same parameter, in another option of the
     same choice (it is then active under each); anything else is an error.
+
+    Raises:
+        ConfigurationError: Naming the parameter, for a name used twice in a
+            vertex, for two different parameters of one name, and for a
+            parameter under two different parents.
     """
     order: list[Any] = []
+    vertices: list[Vertex] = []
     parent: dict[str, tuple[str, list[Hashable]] | None] = {}
     queue: deque[tuple[Vertex, tuple[str, Hashable] | None]] = deque([(root, None)])
     while queue:
         vertex, here = queue.popleft()
+        vertices.append(vertex)
         names = [p.name for p in (*vertex.params, *vertex.choices)]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
@@ -100,6 +110,5 @@ def collect_parameters(root: Vertex) -> tuple[list[Any], dict[str, Any]]:
                     "shared only by options of one choice."
                 )
             seen[1].append(here[1])
-    return order, {
-        n: None if c is None else (c[0], tuple(c[1])) for n, c in parent.items()
-    }
+    parents = {n: None if c is None else (c[0], tuple(c[1])) for n, c in parent.items()}
+    return order, parents, vertices

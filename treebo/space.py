@@ -69,6 +69,7 @@ class TreeSpace:
         dim: Number of columns ``d``.
         bounds: ``2 x d`` float64 tensor of bounds in the tensor representation.
         tree: The :class:`~treebo.structure.TreeStructure` of the columns.
+        vertices: The :class:`Vertex` objects, in breadth-first order.
 
     Example:
         >>> space = TreeSpace(Vertex(
@@ -86,7 +87,8 @@ class TreeSpace:
                 f"TreeSpace needs a root Vertex, got {type(root).__name__}."
             )
         self.root = root
-        params, parents = collect_parameters(root)
+        params, parents, vertices = collect_parameters(root)
+        self.vertices: tuple[Vertex, ...] = tuple(vertices)
         layout = _layout or {}
         given_cols: Mapping[str, int] | None = layout.get("columns")
         codes: Mapping[str, Mapping[Hashable, float]] = layout.get("codes", {})
