@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import random_tree
-from treebo import Choice, ConfigurationError, Real, TreeSpace, Vertex
+from treebo import (
+    Categorical,
+    Choice,
+    ConfigurationError,
+    Integer,
+    Real,
+    TreeSpace,
+    Vertex,
+)
 from treebo.test_functions import generalized_jenatton_space, jenatton_space
 
 
@@ -286,3 +294,104 @@ def test_to_dicts_refuses_nan_in_active_columns_only():
     X[2, space.columns["x1"].column] = float("nan")  # the root choice
     with pytest.raises(ValueError, match="row 2 has NaN for the active parameter 'x1'"):
         space.to_dicts(X)
+
+
+def tuning_space() -> TreeSpace:
+    """Integers (one on a log scale), plain and ordered categoricals, a flag
+    choice that owns nothing, and a parameter shared by two options."""
+    gamma = Real("gamma", 1e-4, 1.0, log_scale=True)
+    return TreeSpace(
+        Vertex(
+            [
+                Integer("n_estimators", 10, 500, log_scale=True),
+                Categorical("scaler", ["none", "standard", "minmax"]),
+                Categorical("size", ["s", "m", "l"], ordered=True),
+            ],
+            [
+                Choice(
+                    "kernel",
+                    {
+                        "rbf": Vertex([gamma]),
+                        "poly": Vertex([gamma, Integer("degree", 2, 5)]),
+                        "linear": Vertex(),
+                    },
+                ),
+                Choice("bootstrap", [True, False]),
+            ],
+        )
+    )
+
+
+def test_roles_and_layout_of_a_tuning_space():
+    space = tuning_space()
+    role = {n: space.columns[n].role for n in space.parameter_names}
+    assert role == {
+        "n_estimators": "integer",
+        "scaler": "categorical",
+        "size": "integer",
+        "kernel": "choice",
+        "bootstrap": "categorical",
+        "gamma": "real",
+        "degree": "integer",
+    }
+    col = {n: space.columns[n].column for n in space.parameter_names}
+    assert space.to_hierarchical_dependencies() == {
+        col["kernel"]: {0: [col["gamma"]], 1: [col["gamma"], col["degree"]], 2: []}
+    }
+    assert space.num_paths == 3
+    assert space.categorical_values == {
+        col["scaler"]: [0.0, 1.0, 2.0],
+        col["bootstrap"]: [0.0, 1.0],
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_tuning_space_dict_tensor_dict_round_trip(seed):
+    space = tuning_space()
+    X = space.sample(8, seed=seed)
+    configs = space.to_dicts(X)
+    torch.testing.assert_close(space.to_tensor(configs), X)
+    for config in configs:
+        assert isinstance(config["n_estimators"], int)
+        assert 10 <= config["n_estimators"] <= 500
+        assert config["scaler"] in ("none", "standard", "minmax")
+        assert config["bootstrap"] in (True, False)
+        assert ("gamma" in config) == (config["kernel"] != "linear")
+        assert ("degree" in config) == (config["kernel"] == "poly")
+        assert space.validate(config) == config
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        ({"n_estimators": 20.5}, "'n_estimators' must be an integer"),
+        ({"scaler": "robust"}, "categorical 'scaler'"),
+        ({"kernel": "linear", "gamma": 0.1}, "'gamma' is inactive"),
+        ({"size": "xl"}, "categorical 'size'"),
+    ],
+)
+def test_bad_values_of_new_kinds_name_the_parameter(config, match):
+    base = {
+        "n_estimators": 20,
+        "scaler": "none",
+        "size": "m",
+        "kernel": "rbf",
+        "gamma": 0.1,
+        "bootstrap": False,
+    }
+    if config.get("kernel") == "linear":
+        base.pop("gamma")
+    with pytest.raises(ConfigurationError, match=match):
+        tuning_space().validate({**base, **config})
+
+
+def test_canonicalize_rounds_integers_in_their_own_scale():
+    space = tuning_space()
+    x = space.sample(1, seed=0)[0]
+    col = space.columns["n_estimators"].column
+    x[col] = math.log10(63.4)
+    assert space.to_dict(x)["n_estimators"] == 63
+    torch.testing.assert_close(
+        space.canonicalize(x.unsqueeze(0))[0, col], torch.tensor(math.log10(63.0))
+    )

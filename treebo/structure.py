@@ -292,8 +292,7 @@ class TreeStructure:
         self._conds = conds
         # Edge form of the conditions, for a fast activity test: one entry per
         # non-root vertex (its own condition: a column and up to K values,
-        # NaN-padded), and a V x V matrix saying which conditions lie on the
-        # path to each vertex.
+        # NaN-padded), and each vertex's parent (the root its own).
         k_max = max([len(v.condition[1]) for v in vertices[1:]], default=1)
         edge_cols = torch.tensor(
             [0 if v.condition is None else v.condition[0] for v in vertices]
@@ -304,15 +303,11 @@ class TreeStructure:
         edge_tol = CHOICE_ATOL + CHOICE_RTOL * edge_vals.abs()
         # The root has no condition: give it an always-true test.
         edge_vals[0, 0], edge_tol[0, 0] = 0.0, math.inf
-        on_path = torch.zeros(V, V, dtype=torch.float64)  # edge u on path to v
-        on_path[
-            torch.tensor([u for a in ancestors for u in a], dtype=torch.long),
-            torch.repeat_interleave(torch.arange(V), depth),
-        ] = 1.0
         self._edge_cols = edge_cols
         self._edge_vals = edge_vals
         self._edge_tol = edge_tol
-        self._on_path = on_path
+        self._parents = torch.tensor([v.parent or 0 for v in vertices])
+        self.depth = int(depth.max())
         self._device_cache: dict[tuple, tuple[Tensor, ...]] = {}
 
         # Which vertices can be active together: those whose conditions admit
@@ -385,17 +380,18 @@ class TreeStructure:
                 self._edge_cols.to(X.device),
                 self._edge_vals.to(device=X.device, dtype=X.dtype),
                 self._edge_tol.to(device=X.device, dtype=X.dtype),
-                self._on_path.to(device=X.device, dtype=X.dtype),
+                self._parents.to(X.device),
             )
         return self._device_cache[key]
 
     def vertex_activity(self, X: Tensor) -> Tensor:
         r"""Which vertices are active at each point.
 
-        A vertex is active iff every condition on its path from the root holds
-        (choice values compared with BoTorch's tolerances). Computed as one
-        gather, one comparison with each vertex's ``K`` admitted values and
-        one ``V x V`` product.
+        A vertex is active iff its own condition holds (its choice column's
+        value among the ``K`` it admits, compared with BoTorch's tolerances)
+        and its parent is active: one gather and one comparison, then one
+        gather from the parents per level of the tree (no matrix product,
+        whose threading costs more than it saves at these sizes).
 
         Args:
             X: A ``batch_shape x n x d`` tensor.
@@ -403,10 +399,15 @@ class TreeStructure:
         Returns:
             A ``batch_shape x n x V`` boolean tensor.
         """
-        cols, vals, tol, on_path = self._tensors_on(X)
-        close = (X[..., cols].unsqueeze(-1) - vals).abs() <= tol  # ... x V x K
-        failed = (~close.any(-1)).to(X.dtype)  # batch x n x V
-        return (failed @ on_path) == 0
+        cols, vals, tol, parents = self._tensors_on(X)
+        if vals.shape[-1] == 1:  # one value per condition (no shared vertex)
+            holds = (X[..., cols] - vals[:, 0]).abs() <= tol[:, 0]
+        else:
+            holds = ((X[..., cols].unsqueeze(-1) - vals).abs() <= tol).any(-1)
+        active = holds  # batch x n x V; after level h, right to depth h
+        for _ in range(self.depth):
+            active = holds & active[..., parents]
+        return active
 
     def slot_weights(self, vertex_filter: Tensor | None = None) -> Tensor:
         """``V x S`` matrix with ``v + 1`` at ``(v, slot(v))`` (0 if filtered out)."""
@@ -438,11 +439,17 @@ class TreeStructure:
         Returns:
             A ``batch_shape x n x S`` long tensor of vertex indices in ``[0, V]``.
         """
-        V = self.num_vertices
+        V, S = self.num_vertices, self.num_slots
         if weights is None:
             weights = self.slot_weights(vertex_filter).to(active.device)
-        # At most one active vertex per slot, so the product picks it out exactly.
-        picked = (active.to(weights.dtype) @ weights).round().long() - 1
+        # At most one active vertex per slot: the largest id in a slot is it
+        # (a scatter, not a matrix product, whose threading costs more than it
+        # saves at these sizes).
+        ids = weights.amax(-1).long()  # V: v + 1, or 0 if filtered out
+        slots = weights.argmax(-1).expand(*active.shape)
+        picked = torch.zeros(*active.shape[:-1], S, dtype=torch.long, device=ids.device)
+        picked = picked.scatter_reduce(-1, slots, active.long() * ids, reduce="amax")
+        picked = picked - 1
         return torch.where(picked < 0, torch.full_like(picked, V), picked)
 
     def to_hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:

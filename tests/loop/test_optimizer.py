@@ -8,7 +8,7 @@ import pytest
 import torch
 from botorch.exceptions import ModelFittingError
 
-from treebo import TreeOptimizer
+from treebo import Categorical, Choice, Integer, Real, TreeOptimizer, TreeSpace, Vertex
 from treebo.strategies import (
     AddTreeOptions,
     AddTreeStrategy,
@@ -181,3 +181,56 @@ def test_bad_optimizer_arguments(tmp_path):
     opt = TreeOptimizer(space, seed=0)
     with pytest.raises(TypeError, match="eval_seconds must be a number"):
         opt.tell(opt.ask(), 1.0, eval_seconds="3 s")
+
+
+def test_integers_and_categoricals_are_proposed_without_repeats():
+    space = TreeSpace(Vertex([Integer("n", 0, 40), Categorical("c", ["a", "b", "c"])]))
+
+    def objective(config):
+        return (config["n"] - 17) ** 2 / 100 + (config["c"] != "b")
+
+    opt = TreeOptimizer(space, seed=0, options=FAST)
+    run(opt, objective, 12)
+    seen = [(t.params["n"], t.params["c"]) for t in opt.history]
+    assert all(isinstance(n, int) for n, _ in seen)
+    assert len(set(seen)) == len(seen)  # no evaluated point proposed again
+    assert opt.best_trial.params == {"n": 17, "c": "b"}
+
+
+def flag_tuning_space(k: int) -> TreeSpace:
+    """k flags that each activate a parameter, beside a log-scale rate: 2^k paths."""
+    flags = [
+        Choice(f"use_{i}", {False: Vertex(), True: Vertex([Real(f"w{i}", 0, 1)])})
+        for i in range(k)
+    ]
+    return TreeSpace(Vertex([Real("lr", 1e-4, 1.0, log_scale=True)], flags))
+
+
+@pytest.mark.parametrize("model", ["add_tree", "add_tree_ucb"])
+def test_a_space_of_4096_paths_resumes_exactly(tmp_path, model):
+    space = flag_tuning_space(12)
+    assert space.num_paths == 4096
+
+    def objective(config):
+        value = (math.log10(config["lr"]) + 2) ** 2
+        return value + sum(
+            config.get(f"w{i}", 1.0) if i % 3 else 1 - config.get(f"w{i}", 0.0)
+            for i in range(12)
+        )
+
+    kwargs = {"model": model, "seed": 1, "n_initial": 6, "options": None}
+    kwargs["options"] = (
+        FAST
+        if model == "add_tree"
+        else AddTreeUCBOptions(num_restarts=4, raw_samples=64)
+    )
+    whole = TreeOptimizer(space, **kwargs)
+    run(whole, objective, 8)
+    path = tmp_path / "run.jsonl"
+    first = TreeOptimizer(space, checkpoint=path, **kwargs)
+    run(first, objective, 7)
+    del first
+    resumed = TreeOptimizer(space, checkpoint=path, **kwargs)
+    run(resumed, objective, 1)
+    assert [t.params for t in resumed.history] == [t.params for t in whole.history]
+    assert {t.kind for t in whole.history[6:]} <= {"bo", "local"}

@@ -35,6 +35,17 @@ from treebo.optim.tree_optimize import (
 )
 from treebo.space import TreeSpace
 
+
+def _scored_neighbours(
+    space: TreeSpace, table: NeighbourTable, latent: Tensor, score
+) -> tuple[Tensor, Tensor]:
+    """Every neighbour of every row (``R x M x d``) and its value (``R x M``,
+    ``-inf`` for moves that change nothing active)."""
+    N, valid = table.neighbours(space, latent)
+    values = score(N.reshape(-1, space.dim)).reshape(valid.shape)
+    return N, values.masked_fill(~valid, -torch.inf)
+
+
 #: Spaces with at most this many paths, and no integer or categorical
 #: parameters, are optimized path by path (:func:`optimize_acqf_tree`); all
 #: others by :func:`optimize_acqf_mixed_tree`.
@@ -147,8 +158,9 @@ def optimize_acqf_mixed_tree(
 
     Returns:
         A :class:`~treebo.optim.TreeCandidate` whose ``path`` is ``None`` and
-        whose ``path_candidates`` are the starts' final points (valid,
-        distinct rows), with their values in ``path_values``.
+        whose ``path_candidates`` are the starts' final points and their
+        neighbours (valid, distinct rows, best first), with their values in
+        ``path_values``.
 
     Example:
         >>> import torch
@@ -210,9 +222,7 @@ def optimize_acqf_mixed_tree(
         # 2. Discrete step: the best neighbour of each start, if it improves.
         if table.size == 0:
             break
-        N, valid = table.neighbours(space, latent)
-        n_values = score(N.reshape(-1, space.dim)).reshape(valid.shape)
-        n_values = n_values.masked_fill(~valid, -torch.inf)
+        N, n_values = _scored_neighbours(space, table, latent, score)
         best_values, best = n_values.max(-1)
         improve = best_values > values
         if not bool(improve.any()):
@@ -220,7 +230,14 @@ def optimize_acqf_mixed_tree(
         chosen = N[torch.arange(N.shape[0], device=ref.device), best]
         latent = torch.where(improve.unsqueeze(-1), chosen, latent)
         values = torch.where(improve, best_values, values)
+    # Alternatives: the starts' points and, for a caller that must avoid a
+    # point (e.g. one already evaluated), their valid neighbours.
     points = space.canonicalize(latent)
+    if table.size:
+        N, n_values = _scored_neighbours(space, table, latent, score)
+        valid = n_values > -torch.inf
+        points = torch.cat([points, space.canonicalize(N[valid])])
+        values = torch.cat([values, n_values[valid]])
     order = values.argsort(descending=True)
     points, values = points[order], values[order]
     keep = distinct_rows(points)
