@@ -73,17 +73,21 @@ from botorch.models.transforms.input import Normalize
 from botorch.optim import optimize_acqf_mixed
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from treebo import TreeOptimizer, TreeSpace
+from treebo import Categorical, Integer, TreeOptimizer, TreeSpace
 from treebo.kernels.options import AddTreeKernelOptions
 from treebo.loop.design import default_initial_size
 from treebo.loop.design import initial_design as treebo_initial_design
 from treebo.strategies import AddTreeOptions, AddTreeUCBOptions
 
 if __package__:  # imported as benchmarks.bo_benchmark
+    from .mixed_peers import flat_alternating_proposal
     from .summarize import parse_seeds
+    from .tuning_problems import TUNING_PROBLEMS
     from .validation_problems import VALIDATION_PROBLEMS
 else:  # run as a script: benchmarks/ is on sys.path
+    from mixed_peers import flat_alternating_proposal
     from summarize import parse_seeds
+    from tuning_problems import TUNING_PROBLEMS
     from validation_problems import VALIDATION_PROBLEMS
 from treebo.test_functions import GeneralizedJenatton, Jenatton
 
@@ -92,6 +96,7 @@ PROBLEMS = {
     "p1b": lambda: Jenatton("ax"),
     "p2": lambda: GeneralizedJenatton(depth=4, balanced=True),
     **VALIDATION_PROBLEMS,
+    **TUNING_PROBLEMS,
 }
 
 
@@ -126,6 +131,8 @@ def botorch_proposal(
     sampled from their priors, and those draws should not depend on what ran
     earlier in the process.
     """
+    if kind == "flat_alt":
+        return flat_alternating_proposal(space, X, y, seed)
     torch.manual_seed(seed)
     bounds = space.bounds
     transform = Normalize(d=space.dim, bounds=bounds)
@@ -365,7 +372,7 @@ def run(
     elif method == "random":
         configs = design + space.to_dicts(space.sample(budget, seed=10_000 + seed))
         values = [problem.objective(c) for c in configs[:budget]]
-    elif method in ("hck_logei", "flat_logei"):
+    elif method in ("hck_logei", "flat_logei", "flat_alt"):
         state = _load_peer_state(checkpoint, problem_name, method, seed)
         if state is None:
             X = space.to_tensor(design)
@@ -416,9 +423,13 @@ def run_optuna(problem, design: list[dict], seed: int, budget: int) -> list[floa
     def suggest(trial, vertex) -> dict:
         params = {}
         for p in vertex.params:
-            params[p.name] = trial.suggest_float(
-                p.name, p.lower, p.upper, log=p.log_scale
-            )
+            if isinstance(p, Integer):
+                value = trial.suggest_int(p.name, p.low, p.high, log=p.log_scale)
+            elif isinstance(p, Categorical):
+                value = trial.suggest_categorical(p.name, p.labels)
+            else:
+                value = trial.suggest_float(p.name, p.lower, p.upper, log=p.log_scale)
+            params[p.name] = value
         for ch in vertex.choices:
             label = trial.suggest_categorical(ch.name, ch.labels)
             params[ch.name] = label

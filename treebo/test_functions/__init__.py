@@ -6,10 +6,13 @@ from treebo.test_functions.jenatton import (
     generalized_jenatton_space,
     jenatton_space,
 )
+from treebo.test_functions.model_selection import ModelSelection, model_selection_space
 
 __all__ = [
     "GeneralizedJenatton",
     "Jenatton",
+    "ModelSelection",
     "generalized_jenatton_space",
     "jenatton_space",
+    "model_selection_space",
 ]
