@@ -85,3 +85,29 @@ def test_many_flags_are_counted_not_listed():
     assert tree.max_active_vertices() == 1 + 20
     with pytest.raises(ValueError, match=f"limited to {MAX_ENUMERATED_PATHS}"):
         _ = tree.path_vertex_mask
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_dynamic_programming_finds_the_best_configuration_and_runners_up(seed):
+    d, deps = random_tree(seed, allow_multi_choice=True)
+    deps = with_shared_columns(deps, seed)
+    tree = TreeStructure(d, deps)
+    if tree.num_paths > MAX_ENUMERATED_PATHS:
+        pytest.skip("too many paths to check by listing")
+    scores = torch.randn(tree.num_vertices, dtype=torch.float64)
+    best = tree.configuration_search(scores)
+    table = PathTable(tree)
+    totals = table.vertex_mask.double() @ scores
+    torch.testing.assert_close(best.value, totals.max())
+    x = torch.zeros(d, dtype=torch.float64)
+    x[best.columns] = best.choice_values
+    active = tree.vertex_activity(x.unsqueeze(0))[0]
+    torch.testing.assert_close((active.double() * scores).sum(), totals.max())
+    # Forcing an active choice to a value costs exactly group_gain.
+    owner = tree.configuration_search.choice_vertex[
+        tree.configuration_search.group_choice
+    ]
+    for g in torch.nonzero(active[owner]).flatten().tolist():
+        col, value = best.group_columns[g], best.group_values[g]
+        forced = totals[table.choice_values[:, col] == value].max()
+        torch.testing.assert_close(best.value + best.group_gain[g], forced)

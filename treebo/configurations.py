@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import torch
 from torch import Tensor
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 #: Trees with more configurations than this are never enumerated.
 MAX_ENUMERATED_PATHS = 4096
+
+#: Optimizers treat trees with at most this many configurations path by path.
+MAX_LISTED_PATHS = 32
 
 
 def _children_by_value(tree: TreeStructure, v: int) -> list[list[list[int]]]:
@@ -163,3 +166,120 @@ def path_rows(tree: TreeStructure, table: PathTable, X: Tensor) -> Tensor:
     mask = table.vertex_mask.to(active)
     hits = active @ mask.T  # n x P
     return (hits == mask.sum(-1)).to(torch.float64).argmax(-1)
+
+
+class ConfigurationSearch:
+    r"""The configuration that maximizes a sum of per-vertex scores, by dynamic
+    programming over the tree (max-sum), without listing configurations.
+
+    For scores :math:`s_v`, the best total below vertex :math:`v` is
+
+    .. math::
+
+        B(v) = s_v + \sum_{c} \max_{a} \sum_{u \in \mathrm{ch}(v, c, a)} B(u),
+
+    computed level by level from the deepest vertices up, all vertices of a
+    level at once (gathers and scatters over index tensors built once). The
+    argmax of each choice gives the best value of every choice column; the
+    configuration they make is the best one, and changing one active choice
+    to another value (with the best values below it) gives the runners-up.
+
+    Args:
+        tree: The tree.
+
+    Example:
+        >>> from treebo.structure import TreeStructure
+        >>> tree = TreeStructure(3, {0: {0: [1], 1: [2]}})
+        >>> best = ConfigurationSearch(tree)(torch.tensor([0.0, 1.0, 3.0]))
+        >>> best.value.item(), best.choice_values.tolist()
+        (3.0, [1.0])
+    """
+
+    def __init__(self, tree: TreeStructure) -> None:
+        self.tree = tree
+        groups = [  # (choice column, value) of every option, in column order
+            (c, a) for c in tree.choice_columns for a in tree.choice_values[c]
+        ]
+        self.group_column = torch.tensor([c for c, _ in groups], dtype=torch.long)
+        self.group_value = torch.tensor([a for _, a in groups], dtype=torch.float64)
+        self.columns = torch.tensor(tree.choice_columns, dtype=torch.long)
+        owner = {c: v.index for v in tree.vertices for c in v.choice_columns}
+        position = {c: i for i, c in enumerate(tree.choice_columns)}
+        self.group_choice = torch.tensor(
+            [position[c] for c, _ in groups], dtype=torch.long
+        )
+        self.choice_vertex = torch.tensor(
+            [owner[c] for c in tree.choice_columns], dtype=torch.long
+        )
+        pairs = [  # (child vertex, group) for every option that activates it
+            (u, g)
+            for g, (c, a) in enumerate(groups)
+            for u in tree.children[(owner[c], c)]
+            if a in tree.vertices[u].condition[1]
+        ]
+        self.pair_child = torch.tensor([u for u, _ in pairs], dtype=torch.long)
+        self.pair_group = torch.tensor([g for _, g in pairs], dtype=torch.long)
+        self.depth = torch.tensor([v.depth for v in tree.vertices], dtype=torch.long)
+
+    def __call__(self, scores: Tensor) -> ConfigurationScores:
+        """The best configuration for ``V`` vertex ``scores``.
+
+        Returns:
+            A :class:`ConfigurationScores`.
+        """
+        device, dtype = scores.device, scores.dtype
+        V, C = self.tree.num_vertices, self.columns.numel()
+        G = self.group_value.numel()
+        child = self.pair_child.to(device)
+        group = self.pair_group.to(device)
+        choice = self.group_choice.to(device)
+        owner = self.choice_vertex.to(device)
+        depth = self.depth.to(device)
+        best = scores.clone()
+        group_sum = torch.zeros(G, dtype=dtype, device=device)
+        choice_max = torch.zeros(C, dtype=dtype, device=device)
+        for level in range(int(depth.max()) - 1, -1, -1):
+            group_sum = torch.zeros(G, dtype=dtype, device=device).index_add(
+                0, group, best[child]
+            )
+            choice_max = torch.full((C,), -torch.inf, dtype=dtype, device=device)
+            choice_max = choice_max.scatter_reduce(0, choice, group_sum, "amax")
+            below = torch.zeros(V, dtype=dtype, device=device).index_add(
+                0, owner, choice_max
+            )
+            best = torch.where(depth == level, scores + below, best)
+        # The first best option of every choice.
+        is_best = group_sum == choice_max[choice]
+        index = torch.arange(G, device=device)
+        first = torch.full((C,), G, dtype=torch.long, device=device)
+        first = first.scatter_reduce(0, choice, torch.where(is_best, index, G), "amin")
+        values = self.group_value.to(device=device, dtype=dtype)
+        return ConfigurationScores(
+            value=best[0],
+            choice_values=values[first],
+            columns=self.columns.to(device),
+            group_gain=group_sum - choice_max[choice],
+            group_values=values,
+            group_columns=self.group_column.to(device),
+        )
+
+
+class ConfigurationScores(NamedTuple):
+    """The result of a :class:`ConfigurationSearch`.
+
+    Attributes:
+        value: The best total score.
+        choice_values: ``C``: the best value of every choice column.
+        columns: ``C``: the choice columns.
+        group_gain: ``G``: for every (choice, value) option, the change of the
+            total when that choice (if active) takes that value instead.
+        group_values: ``G``: each option's value.
+        group_columns: ``G``: each option's choice column.
+    """
+
+    value: Tensor
+    choice_values: Tensor
+    columns: Tensor
+    group_gain: Tensor
+    group_values: Tensor
+    group_columns: Tensor

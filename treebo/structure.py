@@ -44,6 +44,7 @@ import torch
 from torch import Tensor
 
 from treebo.configurations import (
+    ConfigurationSearch,
     PathTable,
     count_configurations,
     max_active_vertices,
@@ -337,6 +338,11 @@ class TreeStructure:
     def path_table(self) -> PathTable:
         """Every configuration as tensors (built on first use; few paths only)."""
         return PathTable(self)
+
+    @cached_property
+    def configuration_search(self) -> ConfigurationSearch:
+        """The best configuration of vertex scores by dynamic programming."""
+        return ConfigurationSearch(self)
 
     @property
     def path_vertex_mask(self) -> Tensor:

@@ -188,3 +188,40 @@ def test_joint_path_selection_picks_the_best_joint_ucb():
     assert result.path == int(joint.argmax())
     with pytest.raises(ValueError, match="path_selection"):
         optimize_add_tree_ucb(acqf, space, path_selection="best")
+
+
+def test_many_paths_are_searched_by_dynamic_programming():
+    # Six flags that each activate a parameter: 64 paths, more than are listed.
+    from treebo import Choice, Real, TreeSpace, Vertex
+    from treebo.configurations import MAX_LISTED_PATHS
+    from treebo.models import AddTreeGP, fit_model
+
+    space = TreeSpace(
+        Vertex(
+            [Real("x", 0, 1)],
+            [
+                Choice(f"f{i}", {0: Vertex(), 1: Vertex([Real(f"w{i}", 0, 1)])})
+                for i in range(6)
+            ],
+        )
+    )
+    assert space.num_paths == 64 > MAX_LISTED_PATHS
+    X = space.sample(30, seed=0)
+    y = (X[:, 1:7] * torch.arange(1, 7) - 3).sum(-1, keepdim=True) + X[:, :1]
+    model = AddTreeGP(X, y, space.to_hierarchical_dependencies(), bounds=space.bounds)
+    fit_model(model)
+    acqf = AddTreeUCB(model, beta=1.0)
+    result = optimize_add_tree_ucb(acqf, space, seed=0, path_selection="sum")
+    assert result.path is None
+    # The chosen point's value is the best path sum of the per-vertex optima.
+    with torch.no_grad():
+        best = acqf.vertex_values(result.vertex_point)[0]
+    contributes = model.covar_module.vertex_contributes.double()
+    totals = space.tree.path_vertex_mask.double() @ (best * contributes)
+    torch.testing.assert_close(result.value, totals.max() + acqf.offset())
+    with torch.no_grad():
+        torch.testing.assert_close(acqf(result.candidate.unsqueeze(0))[0], result.value)
+    # Every runner-up is a valid point scored by its own path sum.
+    with torch.no_grad():
+        values = acqf(result.path_candidates.unsqueeze(-2))
+    torch.testing.assert_close(values, result.path_values)

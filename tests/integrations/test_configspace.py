@@ -20,8 +20,8 @@ from ConfigSpace import (  # noqa: E402
     GreaterThanCondition,
     InCondition,
     Integer,
-    NotEqualsCondition,
     Normal,
+    NotEqualsCondition,
     OrdinalHyperparameter,
 )
 

@@ -4,7 +4,8 @@ together, at a cost that does not grow with the number of paths.
 :func:`optimize_acqf_mixed_tree` alternates, for many starts at once,
 
 1. a batched L-BFGS-B run over each start's active real and integer columns
-   (integers relaxed), after which integers are rounded; and
+   (integers relaxed), after which integers are rounded (from the second
+   round on, only for the starts that the discrete step moved); and
 2. a discrete step: every *neighbour* of every start (one choice, categorical
    or integer changed, by one value for an integer) is scored in one batch and
    each start moves to its best neighbour if that improves it,
@@ -25,6 +26,7 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
+from treebo.configurations import MAX_LISTED_PATHS
 from treebo.optim.lbfgsb import maximize_batched
 from treebo.optim.tree_optimize import (
     TreeCandidate,
@@ -46,14 +48,11 @@ def _scored_neighbours(
     return N, values.masked_fill(~valid, -torch.inf)
 
 
-#: Spaces with at most this many paths, and no integer or categorical
-#: parameters, are optimized path by path (:func:`optimize_acqf_tree`); all
-#: others by :func:`optimize_acqf_mixed_tree`.
-MAX_LISTED_PATHS = 32
-
-
 def lists_paths(space: TreeSpace) -> bool:
-    """Whether the tree optimizers treat ``space`` path by path."""
+    """Whether ``space`` is optimized path by path (:func:`optimize_acqf_tree`):
+    at most :data:`~treebo.configurations.MAX_LISTED_PATHS` paths and no
+    integer or categorical parameters; else by
+    :func:`optimize_acqf_mixed_tree`."""
     return (
         space.num_paths <= MAX_LISTED_PATHS
         and not space.integer_columns
@@ -137,7 +136,7 @@ def optimize_acqf_mixed_tree(
     num_restarts: int = 10,
     raw_samples: int = 512,
     seed: int | None = None,
-    maxiter: int = 200,
+    maxiter: int = 100,
     around: Tensor | None = None,
     max_rounds: int = 8,
 ) -> TreeCandidate:
@@ -151,7 +150,9 @@ def optimize_acqf_mixed_tree(
         raw_samples: Random configurations scored to choose the starts (every
             choice and categorical uniform).
         seed: Seed for the random configurations.
-        maxiter: L-BFGS-B iteration limit per continuous step.
+        maxiter: L-BFGS-B iteration limit of the first continuous step (half
+            of it for later ones, which start from points already optimized
+            in all but the changed discrete setting).
         around: Optional ``k x d`` points (e.g. the best observations); their
             perturbations join the random configurations.
         max_rounds: Most continuous + discrete rounds.
@@ -201,9 +202,12 @@ def optimize_acqf_mixed_tree(
     bounds = space.bounds.to(ref)
     continuous = torch.zeros(space.dim, dtype=torch.bool, device=ref.device)
     continuous[space.continuous_columns] = True
-    for _ in range(max_rounds):
-        # 1. Continuous step on the active real and integer columns.
-        start = space.canonicalize(latent)
+    todo = torch.ones(latent.shape[0], dtype=torch.bool, device=ref.device)
+    for round_ in range(max_rounds):
+        # 1. Continuous step on the active real and integer columns of the
+        # starts whose discrete setting changed (the others are at an optimum).
+        rows = todo.nonzero().squeeze(-1)
+        start = space.canonicalize(latent[rows])
         free = space.column_activity(start) & continuous
         if bool(free.any()):
             x_opt, _ = maximize_batched(
@@ -212,24 +216,24 @@ def optimize_acqf_mixed_tree(
                 bounds[0],
                 bounds[1],
                 free=free.unsqueeze(-2),
-                maxiter=maxiter,
+                maxiter=maxiter if round_ == 0 else max(1, maxiter // 2),
             )
-            moved = torch.where(free, x_opt.squeeze(-2), latent)
+            moved = torch.where(free, x_opt.squeeze(-2), latent[rows])
             moved_values = score(moved)  # integers rounded by canonicalize
-            better = moved_values > values
-            latent = torch.where(better.unsqueeze(-1), moved, latent)
-            values = torch.where(better, moved_values, values)
+            better = moved_values > values[rows]
+            latent[rows] = torch.where(better.unsqueeze(-1), moved, latent[rows])
+            values[rows] = torch.where(better, moved_values, values[rows])
         # 2. Discrete step: the best neighbour of each start, if it improves.
         if table.size == 0:
             break
         N, n_values = _scored_neighbours(space, table, latent, score)
         best_values, best = n_values.max(-1)
-        improve = best_values > values
-        if not bool(improve.any()):
+        todo = best_values > values
+        if not bool(todo.any()):
             break
         chosen = N[torch.arange(N.shape[0], device=ref.device), best]
-        latent = torch.where(improve.unsqueeze(-1), chosen, latent)
-        values = torch.where(improve, best_values, values)
+        latent = torch.where(todo.unsqueeze(-1), chosen, latent)
+        values = torch.where(todo, best_values, values)
     # Alternatives: the starts' points and, for a caller that must avoid a
     # point (e.g. one already evaluated), their valid neighbours.
     points = space.canonicalize(latent)

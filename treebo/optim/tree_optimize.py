@@ -21,6 +21,7 @@ from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
+from treebo.configurations import MAX_LISTED_PATHS
 from treebo.optim.lbfgsb import maximize_batched
 from treebo.space import TreeSpace
 
@@ -149,7 +150,11 @@ def optimize_add_tree_ucb(
        fit in one ``num_restarts x d`` tensor, optimized in one L-BFGS-B run of
        the separable sum.
     3. Take each vertex's best value :math:`u_v^*`, score every path by
-       :math:`\sum_{v \in l} u_v^*`, and assemble the best path's point.
+       :math:`\sum_{v \in l} u_v^*`, and assemble the best path's point. With
+       more than :data:`~treebo.configurations.MAX_LISTED_PATHS` paths, the
+       best one is found by dynamic programming over the tree
+       (:class:`~treebo.configurations.ConfigurationSearch`) and the paths
+       scored are it and those that change one of its choices.
 
     Args:
         acq_function: An :class:`AddTreeUCB`.
@@ -207,12 +212,18 @@ def optimize_add_tree_ucb(
     best_values, best_rows = vals.max(dim=0)  # V
     x_best = torch.gather(cands, 0, best_rows[col_vertex].unsqueeze(0))  # 1 x d
     contributes = acq_function.model.covar_module.vertex_contributes.to(best_values)
-    path_mask = tree.path_vertex_mask.to(best_values)
-    path_values = path_mask @ (best_values * contributes)
+    scores = best_values * contributes
     offset = acq_function.offset().reshape(())
-    # Each path's point: the per-vertex optima with that path's choices.
-    P = tree.num_paths
-    points = space.set_paths(x_best.expand(P, -1), torch.arange(P, device=ref.device))
+    if tree.num_paths <= MAX_LISTED_PATHS:
+        # Each path's point: the per-vertex optima with that path's choices.
+        path_values = tree.path_vertex_mask.to(scores) @ scores
+        P = tree.num_paths
+        index = torch.arange(P, device=ref.device)
+        points = space.set_paths(x_best.expand(P, -1), index)
+    else:
+        # Too many paths to list: the best one by dynamic programming, and
+        # the runners-up that change one active choice.
+        path_values, points = _best_configurations(space, scores, x_best)
     if path_selection == "sum":
         path = int(path_values.argmax())
     else:
@@ -225,15 +236,36 @@ def optimize_add_tree_ucb(
         beta = acq_function.beta.to(mean).max()
         joint = sign * mean.squeeze(-1) + beta.sqrt() * var.squeeze(-1).sqrt()
         path = int(joint.argmax())
-    candidate = space.set_paths(x_best, torch.tensor([path], device=ref.device))
     return TreeCandidate(
-        candidate=candidate.detach(),
+        candidate=points[path : path + 1].detach(),
         value=(path_values[path] + offset).detach(),
-        path=path,
+        path=path if tree.num_paths <= MAX_LISTED_PATHS else None,
         path_values=(path_values + offset).detach(),
-        path_candidates=space.canonicalize(points).detach(),
+        path_candidates=points.detach(),
         vertex_point=x_best.detach(),
     )
+
+
+def _best_configurations(
+    space: TreeSpace, scores: Tensor, x_best: Tensor
+) -> tuple[Tensor, Tensor]:
+    """The best configuration of the vertex ``scores`` and, after it, each one
+    that changes one of its active choices: their totals (``K``) and their
+    points (``K x d``, the per-vertex optima ``x_best`` with their choices)."""
+    tree = space.tree
+    search = tree.configuration_search
+    best = search(scores)
+    x = x_best.clone()
+    x[0, best.columns] = best.choice_values.to(x)
+    x = space.canonicalize(x)
+    owner = search.choice_vertex.to(x.device)[search.group_choice.to(x.device)]
+    changes = tree.vertex_activity(x)[0][owner] & (best.group_gain < 0)
+    others = x.expand(int(changes.sum()), -1).clone()
+    rows = torch.arange(others.shape[0], device=x.device)
+    others[rows, best.group_columns[changes]] = best.group_values[changes].to(x)
+    points = torch.cat([x, space.canonicalize(others)])
+    values = torch.cat([best.value.reshape(1), best.value + best.group_gain[changes]])
+    return values, points
 
 
 def optimize_acqf_tree(

@@ -226,13 +226,15 @@ class AddTreeUCBStrategy(AddTreeStrategy):
     def optimize_acquisition(
         self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
     ) -> TreeCandidate:
-        """Per-vertex UCB optima, combined by ``options.path_selection``; on
-        spaces with many paths or discrete parameters, the sum of the vertex
-        UCBs along a point's path, maximized by alternating continuous and
-        discrete steps."""
+        """Per-vertex UCB optima, combined by ``options.path_selection`` (over
+        the best paths found by dynamic programming where there are many);
+        on spaces with integer or categorical parameters, the sum of the
+        vertex UCBs along a point's path, maximized by alternating continuous
+        and discrete steps."""
         opts = self.options
         acqf = AddTreeUCB(model, beta=opts.beta, maximize=True)
-        if not lists_paths(observations.space):
+        space = observations.space
+        if space.integer_columns or space.categorical_columns:
             return optimize_acqf_mixed_tree(
                 acqf,
                 observations.space,
