@@ -62,3 +62,41 @@ def flat_alternating_proposal(
             raw_samples=512,
         )
     return space.canonicalize(cand.detach())
+
+
+def run_smac(problem, seed: int, budget: int) -> list[float]:
+    """SMAC3's hyperparameter-optimization facade (random forest surrogate),
+    ask/tell on the space exported to ConfigSpace, its own initial design."""
+    import tempfile
+
+    from smac import HyperparameterOptimizationFacade, Scenario
+    from smac.runhistory.dataclasses import TrialValue
+
+    from treebo.integrations.configspace import configspace_from_tree_space
+
+    cs = configspace_from_tree_space(problem.space, seed=seed)
+    with tempfile.TemporaryDirectory() as folder:
+        scenario = Scenario(
+            cs,
+            deterministic=True,
+            n_trials=budget,
+            seed=seed,
+            output_directory=folder,
+        )
+        smac = HyperparameterOptimizationFacade(
+            scenario,
+            lambda config, seed=0: 0.0,  # ask/tell: never called
+            overwrite=True,
+            logging_level=40,
+        )
+        values = []
+        for _ in range(budget):
+            info = smac.ask()
+            config = {
+                k: v.item() if hasattr(v, "item") else v
+                for k, v in dict(info.config).items()
+            }
+            value = problem.objective(problem.space.validate(config))
+            smac.tell(info, TrialValue(cost=value))
+            values.append(value)
+    return values
