@@ -22,6 +22,9 @@ of BoTorch's ``optimize_acqf_mixed_alternating``, on tree-structured spaces.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+
 import torch
 from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
@@ -39,7 +42,10 @@ from treebo.space import TreeSpace
 
 
 def _scored_neighbours(
-    space: TreeSpace, table: NeighbourTable, latent: Tensor, score
+    space: TreeSpace,
+    table: NeighbourTable,
+    latent: Tensor,
+    score: Callable[[Tensor], Tensor],
 ) -> tuple[Tensor, Tensor]:
     """Every neighbour of every row (``R x M x d``) and its value (``R x M``,
     ``-inf`` for moves that change nothing active)."""
@@ -61,7 +67,8 @@ def lists_paths(space: TreeSpace) -> bool:
 
 
 class NeighbourTable:
-    """The discrete moves of a space, as tensors (built once per space).
+    """The discrete moves of a space, as tensors (:meth:`of` builds them once
+    per space).
 
     Attributes:
         columns: ``M`` column changed by each move.
@@ -92,6 +99,14 @@ class NeighbourTable:
         self.values = torch.tensor(values, dtype=torch.float64)
         self.steps = torch.tensor(steps, dtype=torch.float64)
         self.log_scale = torch.tensor(log, dtype=torch.bool)
+
+    @classmethod
+    def of(cls, space: TreeSpace) -> NeighbourTable:
+        """The table of ``space``, built on first use and kept with it."""
+        table = _TABLES.get(space)
+        if table is None:
+            table = _TABLES[space] = cls(space)
+        return table
 
     @property
     def size(self) -> int:
@@ -128,6 +143,11 @@ class NeighbourTable:
         N = latent.unsqueeze(1).repeat(1, M, 1)
         N.scatter_(2, cols.expand(R, M).unsqueeze(-1), new.unsqueeze(-1))
         return N, valid
+
+
+_TABLES: weakref.WeakKeyDictionary[TreeSpace, NeighbourTable] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def optimize_acqf_mixed_tree(
@@ -198,7 +218,7 @@ def optimize_acqf_mixed_tree(
     raw_values = score(raw)
     latent = raw[raw_values.topk(min(num_restarts, raw.shape[0])).indices]
     values = score(latent)
-    table = NeighbourTable(space)
+    table = NeighbourTable.of(space)
     bounds = space.bounds.to(ref)
     continuous = torch.zeros(space.dim, dtype=torch.bool, device=ref.device)
     continuous[space.continuous_columns] = True
