@@ -9,8 +9,6 @@ over every path at once, and then applies three rules:
 1. A proposal on the incumbent's path within the local radius becomes a local
    step (:class:`~treebo.strategies.local_steps.LocalSteps`): the global model
    cannot resolve differences below its noise floor, the local model can.
-   Only on spaces optimized path by path (few paths, real parameters only:
-   :func:`~treebo.optim.mixed.lists_paths`).
 2. A global proposal that repeats an evaluated point (to ``1e-4`` of each
    range) is replaced by the best path candidate not yet evaluated.
 3. Add-Tree-GP-UCB only: once local steps stop improving
@@ -131,11 +129,7 @@ class AddTreeStrategy(Strategy):
                 obs.X_pending,
                 lambda Xa, ya, floor: self.build_model(space, Xa, ya, floor),
             )
-        # Local steps refine the reals of the incumbent's discrete setting;
-        # where choices, categoricals or integers are many, they spend
-        # evaluations on the reals while the discrete setting is still wrong
-        # (the flag problem in benchmarks/RESULTS.md): global proposals only.
-        local = self.local if lists_paths(space) else None
+        local = self.local
         if local is not None and local.is_due(failures):
             if local.options.mean != "constant" and model is None:
                 model = self.fit(obs)

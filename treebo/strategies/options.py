@@ -95,8 +95,7 @@ class AddTreeOptions:
         warm_start: Start each fit from the previous hyper-parameters.
         num_restarts: Optimizer starts per path.
         raw_samples: Random points scored to choose the starts.
-        local: Local refinement of the incumbent, or ``None`` for none (used
-            on spaces with few paths and real parameters only).
+        local: Local refinement of the incumbent, or ``None`` for none.
 
     Example:
         >>> from treebo import TreeOptimizer
