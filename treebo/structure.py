@@ -312,15 +312,19 @@ class TreeStructure:
         self._device_cache: dict[tuple, tuple[Tensor, ...]] = {}
 
         # Which vertices can be active together: those whose conditions admit
-        # a common value of every choice column both of them test.
+        # a common value of every choice column both of them test. Only the
+        # vertices below a column test it, so each column compares a block.
+        testers: dict[int, list[tuple[int, tuple[float, ...]]]] = {}
+        for v, cond in enumerate(conds):
+            for col, vals in cond:
+                testers.setdefault(col, []).append((v, vals))
         co_active = torch.ones(V, V, dtype=torch.bool)
-        for c, values in self.choice_values.items():
-            allowed = torch.ones(V, len(values), dtype=torch.float64)
-            for v, cond in enumerate(conds):
-                for col, vals in cond:
-                    if col == c:
-                        allowed[v] = torch.tensor([x in vals for x in values])
-            co_active &= (allowed @ allowed.T) > 0
+        for c, rows in testers.items():
+            values = self.choice_values[c]
+            index = torch.tensor([v for v, _ in rows])
+            allowed = torch.tensor([[x in vals for x in values] for _, vals in rows])
+            meet = (allowed.unsqueeze(1) & allowed.unsqueeze(0)).any(-1)
+            co_active[index.unsqueeze(-1), index] &= meet
         self.co_active = co_active
         # Greedy colouring in BFS order: vertices that can be active together get
         # different slots; mutually exclusive branches share slots.
