@@ -70,6 +70,13 @@ class TreeSpace:
         bounds: ``2 x d`` float64 tensor of bounds in the tensor representation.
         tree: The :class:`~treebo.structure.TreeStructure` of the columns.
         vertices: The :class:`Vertex` objects, in breadth-first order.
+        columns: ``{name: Column}``: each parameter's column, role and parent
+            (:class:`~treebo.parameter_tree.Column`).
+        choice_codes: ``{name: {label: code}}`` of choices and categoricals.
+        label_column_index: Columns that hold label codes (long tensor).
+        label_code_table: Their codes, one row each, ``inf``-padded.
+        integer_column_index: Columns of :class:`Integer` parameters.
+        integer_log_scale: Which of those are on a log scale.
 
     Example:
         >>> space = TreeSpace(Vertex(
