@@ -80,12 +80,12 @@ from treebo.loop.design import initial_design as treebo_initial_design
 from treebo.strategies import AddTreeOptions, AddTreeUCBOptions
 
 if __package__:  # imported as benchmarks.bo_benchmark
-    from .mixed_peers import flat_alternating_proposal, run_smac
+    from .mixed_peers import flat_alternating_proposal, run_ax, run_smac
     from .summarize import parse_seeds
     from .tuning_problems import TUNING_PROBLEMS
     from .validation_problems import VALIDATION_PROBLEMS
 else:  # run as a script: benchmarks/ is on sys.path
-    from mixed_peers import flat_alternating_proposal, run_smac
+    from mixed_peers import flat_alternating_proposal, run_ax, run_smac
     from summarize import parse_seeds
     from tuning_problems import TUNING_PROBLEMS
     from validation_problems import VALIDATION_PROBLEMS
@@ -401,6 +401,8 @@ def run(
         values = run_optuna(problem, design, seed, budget)
     elif method == "smac":
         values = run_smac(problem, seed, budget)
+    elif method == "ax_default":
+        values = run_ax(problem, seed, budget)
     else:
         raise ValueError(f"unknown method {method!r}")
     record = {

@@ -100,3 +100,98 @@ def run_smac(problem, seed: int, budget: int) -> list[float]:
             smac.tell(info, TrialValue(cost=value))
             values.append(value)
     return values
+
+
+def _ax_name(name: str, label, shared: bool) -> str:
+    return f"{name}__{label}" if shared else name
+
+
+def run_ax(problem, seed: int, budget: int) -> list[float]:
+    """Ax's default generation strategy (``ax.api.Client``) on the space.
+
+    Ax's ``dependent_parameters`` cannot list one parameter under several
+    options, so a shared parameter becomes one Ax parameter per option
+    (``gamma__rbf``, ``gamma__poly``, ...), read back under its own name.
+    """
+    import logging
+
+    from ax.api.client import Client
+    from ax.api.configs import ChoiceParameterConfig, RangeParameterConfig
+
+    from treebo import Integer, Real
+
+    space = problem.space
+    shared = {
+        n: c.parent is not None and len(c.parent[1]) > 1
+        for n, c in space.columns.items()
+    }
+    children: dict[tuple[str, object], list[str]] = {}
+    for name, column in space.columns.items():
+        if column.parent is not None:
+            choice, labels = column.parent
+            for label in labels:
+                ax_name = _ax_name(name, label, shared[name])
+                children.setdefault((choice, label), []).append(ax_name)
+    configs = []
+    for name in space.parameter_names:
+        column = space.columns[name]
+        p = column.param
+        copies = column.parent[1] if shared[name] else [None]
+        for label in copies:
+            ax_name = _ax_name(name, label, shared[name])
+            if isinstance(p, (Real, Integer)):
+                is_int = isinstance(p, Integer)
+                bounds = (p.low, p.high) if is_int else (p.lower, p.upper)
+                configs.append(
+                    RangeParameterConfig(
+                        ax_name,
+                        bounds,
+                        "int" if is_int else "float",
+                        scaling="log" if p.log_scale else "linear",
+                    )
+                )
+                continue
+            if column.role == "choice" and shared[name]:
+                raise ValueError(f"run_ax: shared choice {name!r} not supported.")
+            labels = p.labels
+            kind = {bool: "bool", int: "int", float: "float"}.get(
+                type(labels[0]), "str"
+            )
+            dependents = {
+                label: children[(name, label)]
+                for label in labels
+                if (name, label) in children
+            }
+            configs.append(
+                ChoiceParameterConfig(
+                    ax_name,
+                    list(labels),
+                    kind,
+                    is_ordered=getattr(p, "ordered", False),
+                    dependent_parameters=dependents or None,
+                )
+            )
+    logging.disable(logging.WARNING)
+    client = Client(random_seed=seed)
+    client.configure_experiment(parameters=configs)
+    client.configure_optimization(objective="-loss")
+    values = []
+    try:
+        for _ in range(budget):
+            (index, params), *_ = client.get_next_trials(max_trials=1).items()
+            config: dict = {}
+            for name in space.parameter_names:  # parents before children
+                column = space.columns[name]
+                if column.parent is None:
+                    config[name] = params[name]
+                    continue
+                choice, labels = column.parent
+                if choice in config and config[choice] in labels:
+                    label = config[choice]
+                    config[name] = params[_ax_name(name, label, shared[name])]
+            value = problem.objective(space.validate(config))
+            client.complete_trial(index, raw_data={"loss": value})
+            values.append(value)
+    finally:
+        logging.disable(logging.NOTSET)
+    return values
