@@ -122,18 +122,12 @@ class Integer:
                 f"Integer: name must be a non-empty string, got {self.name!r}."
             )
         for bound in ("low", "high"):
-            value = getattr(self, bound)
             try:
-                number = as_real_number(value)
-            except TypeError as err:
-                raise TypeError(
+                object.__setattr__(self, bound, _as_integer(getattr(self, bound)))
+            except (TypeError, ValueError) as err:
+                raise type(err)(
                     f"Integer {self.name!r}: {bound} must be an integer, got {err}."
                 ) from None
-            if not (math.isfinite(number) and number.is_integer()):
-                raise ValueError(
-                    f"Integer {self.name!r}: {bound} must be an integer, got {value!r}."
-                )
-            object.__setattr__(self, bound, int(number))
         if not isinstance(self.log_scale, bool):
             raise TypeError(
                 f"Integer {self.name!r}: log_scale must be a bool, got "
@@ -158,15 +152,11 @@ class Integer:
                 within the bounds.
         """
         try:
-            number = as_real_number(value)
-        except TypeError as err:
+            number = _as_integer(value)
+        except (TypeError, ValueError) as err:
             raise ConfigurationError(
                 f"parameter {self.name!r} must be an integer, got {err}."
             ) from None
-        if not (math.isfinite(number) and number.is_integer()):
-            raise ConfigurationError(
-                f"parameter {self.name!r} must be an integer, got {value!r}."
-            )
         if not self.low <= number <= self.high:
             raise ConfigurationError(
                 f"parameter {self.name!r} = {int(number)} is outside "
@@ -413,6 +403,20 @@ def _merged_labels(labels: list[Any]) -> list[Any]:
         else:
             seen[label] = label
     return merged
+
+
+def _as_integer(value: Any) -> int:
+    """``value`` as an ``int``, if it is one integral real number (``3``,
+    ``3.0``, ``numpy.int64(3)``; not ``3.5`` or ``True``).
+
+    Raises:
+        TypeError: If it is not a real number; ``ValueError`` if it is not
+            integral. The message is ``value`` (and its type).
+    """
+    number = as_real_number(value)
+    if not (math.isfinite(number) and number.is_integer()):
+        raise ValueError(repr(value))
+    return int(number)
 
 
 def as_real_number(value: Any) -> float:
