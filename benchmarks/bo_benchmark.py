@@ -70,7 +70,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.hierarchical import HierarchicalConditionalKernelGP
 from botorch.models.transforms.input import Normalize
-from botorch.optim import optimize_acqf_mixed
+from botorch.optim import optimize_acqf_mixed, optimize_acqf_mixed_alternating
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from treebo import Categorical, Integer, TreeOptimizer, TreeSpace
@@ -80,12 +80,12 @@ from treebo.loop.design import initial_design as treebo_initial_design
 from treebo.strategies import AddTreeOptions, AddTreeUCBOptions
 
 if __package__:  # imported as benchmarks.bo_benchmark
-    from .mixed_peers import flat_alternating_proposal, run_ax, run_smac
+    from .mixed_peers import discrete_values, run_ax, run_smac
     from .summarize import parse_seeds
     from .tuning_problems import TUNING_PROBLEMS
     from .validation_problems import VALIDATION_PROBLEMS
 else:  # run as a script: benchmarks/ is on sys.path
-    from mixed_peers import flat_alternating_proposal, run_ax, run_smac
+    from mixed_peers import discrete_values, run_ax, run_smac
     from summarize import parse_seeds
     from tuning_problems import TUNING_PROBLEMS
     from validation_problems import VALIDATION_PROBLEMS
@@ -135,8 +135,6 @@ def botorch_proposal(
     sampled from their priors, and those draws should not depend on what ran
     earlier in the process.
     """
-    if kind == "flat_alt":
-        return flat_alternating_proposal(space, X, y, seed)
     torch.manual_seed(seed)
     bounds = space.bounds
     transform = Normalize(d=space.dim, bounds=bounds)
@@ -150,14 +148,25 @@ def botorch_proposal(
         warnings.simplefilter("ignore")
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         acqf = LogExpectedImprovement(model, best_f=y.max())
-        cand, _ = optimize_acqf_mixed(
-            acqf,
-            bounds=bounds,
-            q=1,
-            num_restarts=10,
-            raw_samples=512,
-            fixed_features_list=fixed_features_per_path(space),
-        )
+        if kind == "flat_alt":  # no path listing: discrete steps
+            discrete, categorical = discrete_values(space)
+            cand, _ = optimize_acqf_mixed_alternating(
+                acqf,
+                bounds=bounds,
+                discrete_dims=discrete or None,
+                cat_dims=categorical or None,
+                num_restarts=10,
+                raw_samples=512,
+            )
+        else:
+            cand, _ = optimize_acqf_mixed(
+                acqf,
+                bounds=bounds,
+                q=1,
+                num_restarts=10,
+                raw_samples=512,
+                fixed_features_list=fixed_features_per_path(space),
+            )
     return space.canonicalize(cand.detach())
 
 

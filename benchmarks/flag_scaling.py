@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.mixed_peers import flat_alternating_proposal
+from benchmarks.bo_benchmark import botorch_proposal
 from benchmarks.tuning_problems import FlagProblem
 from treebo import Choice, Real, TreeOptimizer, TreeSpace, Vertex
 
@@ -56,7 +56,7 @@ def time_flat(space: TreeSpace, configs: list, values: list) -> float:
     X = space.to_tensor(configs)
     y = -torch.tensor(values, dtype=torch.float64).unsqueeze(-1)
     t0 = time.perf_counter()
-    flat_alternating_proposal(space, X, y, seed=0)
+    botorch_proposal("flat_alt", space, X, y, seed=0)
     return time.perf_counter() - t0
 
 

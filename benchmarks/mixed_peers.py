@@ -1,24 +1,16 @@
-"""BoTorch's flattened GP on spaces with integers, categoricals and many paths.
+"""Peers for spaces with integers, categoricals and many paths.
 
-``flat_alternating_proposal``: a ``SingleTaskGP`` on the flat encoding (inactive
-columns at their canonical values), LogEI, maximized by BoTorch's
-``optimize_acqf_mixed_alternating`` with the integer columns as discrete
-dimensions and the choice and categorical columns as categorical ones: the
-peer that does not enumerate paths either.
+- ``discrete_values``: the discrete and categorical dimensions of a space for
+  BoTorch's ``optimize_acqf_mixed_alternating`` (the ``flat_alt`` peer of
+  ``bo_benchmark.botorch_proposal``: the flattened ``SingleTaskGP`` that does
+  not enumerate paths either);
+- ``run_smac``: SMAC3's hyperparameter-optimization facade;
+- ``run_ax``: Ax's default generation strategy.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-
-import torch
-from botorch.acquisition import LogExpectedImprovement
-from botorch.fit import fit_gpytorch_mll
-from botorch.models import SingleTaskGP
-from botorch.models.transforms.input import Normalize
-from botorch.optim import optimize_acqf_mixed_alternating
-from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from treebo import Integer, TreeSpace
 
@@ -38,30 +30,6 @@ def discrete_values(space: TreeSpace) -> tuple[dict, dict]:
         elif column.role in ("categorical", "choice"):
             categorical[column.column] = list(space.choice_codes[name].values())
     return discrete, categorical
-
-
-def flat_alternating_proposal(
-    space: TreeSpace, X: torch.Tensor, y: torch.Tensor, seed: int
-) -> torch.Tensor:
-    """One proposal (maximizing ``y``) of the flattened GP."""
-    torch.manual_seed(seed)
-    model = SingleTaskGP(
-        X, y, input_transform=Normalize(d=space.dim, bounds=space.bounds)
-    )
-    discrete, categorical = discrete_values(space)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
-        acqf = LogExpectedImprovement(model, best_f=y.max())
-        cand, _ = optimize_acqf_mixed_alternating(
-            acqf,
-            bounds=space.bounds,
-            discrete_dims=discrete or None,
-            cat_dims=categorical or None,
-            num_restarts=10,
-            raw_samples=512,
-        )
-    return space.canonicalize(cand.detach())
 
 
 def run_smac(problem, seed: int, budget: int) -> list[float]:

@@ -5,7 +5,7 @@ modelled (its *role*)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,3 +112,36 @@ def collect_parameters(
             seen[1].append(here[1])
     parents = {n: None if c is None else (c[0], tuple(c[1])) for n, c in parent.items()}
     return order, parents, vertices
+
+
+def build_root(
+    roots: Iterable[Hashable],
+    make: Callable[[Hashable, Callable[[Iterable[Hashable]], Vertex]], Any],
+) -> Vertex:
+    """The root :class:`Vertex` of a tree described key by key (by column,
+    by name), as the importers of foreign spaces read it.
+
+    ``make(key, vertex)`` returns the parameter (or :class:`Choice`) of
+    ``key``; a choice builds its options with ``vertex(child_keys)``. Each
+    key's parameter is made once, so a key listed under several options is
+    one parameter shared by them.
+
+    Args:
+        roots: The keys of the root vertex's parameters.
+        make: Builds one parameter from its key.
+    """
+    made: dict[Hashable, Any] = {}
+
+    def parameter(key: Hashable) -> Any:
+        if key not in made:
+            made[key] = make(key, vertex)
+        return made[key]
+
+    def vertex(keys: Iterable[Hashable]) -> Vertex:
+        owned = [parameter(key) for key in keys]
+        return Vertex(
+            [p for p in owned if not isinstance(p, Choice)],
+            [p for p in owned if isinstance(p, Choice)],
+        )
+
+    return vertex(roots)

@@ -32,7 +32,8 @@ except ImportError as err:  # pragma: no cover - exercised without ax installed
     ) from err
 
 from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
-from treebo.space import Categorical, Choice, Integer, Real, TreeSpace, Vertex
+from treebo.parameter_tree import build_root
+from treebo.space import Categorical, Choice, Integer, Real, TreeSpace
 
 _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
 
@@ -83,36 +84,25 @@ def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
                             f"{parent_of[child]!r} and {name!r}; a tree needs one "
                             "parent."
                         )
-    made: dict[str, Any] = {}  # one object per name: shared parameters
 
-    def parameter(name: str) -> Any:
-        if name in made:
-            return made[name]
+    def make(name: str, vertex) -> Any:
         p = params[name]
         if isinstance(p, RangeParameter):
             kind = Integer if p.parameter_type == ParameterType.INT else Real
-            made[name] = kind(name, p.lower, p.upper, log_scale=p.log_scale)
-        elif isinstance(p, ChoiceParameter) and p.is_hierarchical:
-            options = {v: vertex(list(p.dependents.get(v, []))) for v in p.values}
-            made[name] = Choice(name, options)
-        elif isinstance(p, ChoiceParameter):
-            made[name] = Categorical(name, p.values, ordered=bool(p.is_ordered))
-        else:
-            raise ValueError(
-                f"parameter {name!r}: {type(p).__name__} is not supported; "
-                "remove fixed parameters before converting."
+            return kind(name, p.lower, p.upper, log_scale=p.log_scale)
+        if isinstance(p, ChoiceParameter) and p.is_hierarchical:
+            return Choice(
+                name, {v: vertex(list(p.dependents.get(v, []))) for v in p.values}
             )
-        return made[name]
-
-    def vertex(names: list[str]) -> Vertex:
-        owned = [parameter(name) for name in names]
-        return Vertex(
-            [q for q in owned if not isinstance(q, Choice)],
-            [q for q in owned if isinstance(q, Choice)],
+        if isinstance(p, ChoiceParameter):
+            return Categorical(name, p.values, ordered=bool(p.is_ordered))
+        raise ValueError(
+            f"parameter {name!r}: {type(p).__name__} is not supported; "
+            "remove fixed parameters before converting."
         )
 
     roots = [name for name in params if name not in parent_of]
-    return TreeSpace(vertex(roots))
+    return TreeSpace(build_root(roots, make))
 
 
 def ax_search_space(space: TreeSpace) -> SearchSpace:

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import torch
 from torch import Tensor
 
-from treebo.parameters import Choice, Real, Vertex
+from treebo.parameter_tree import build_root
+from treebo.parameters import Choice, Real
 from treebo.space import TreeSpace
 from treebo.structure import TreeStructure, dependency_key
 
@@ -63,33 +64,19 @@ def space_from_hierarchical_dependencies(
                 f"log_scale: column {c} ({names[c]!r}) is a choice; only "
                 "continuous columns can be on a log scale."
             )
-    made: dict[int, Real | Choice] = {}  # one object per column (shared ones)
 
-    def parameter(c: int) -> Real | Choice:
-        if c not in made:
-            if c in deps:
-                made[c] = Choice(
-                    names[c],
-                    {
-                        dependency_key(v): vertex(children)
-                        for v, children in deps[c].items()
-                    },
-                )
-            else:
-                lo, up = float(bounds[0, c]), float(bounds[1, c])
-                made[c] = Real(names[c], lo, up, log_scale=c in log_cols)
-        return made[c]
-
-    def vertex(cols: Sequence[int]) -> Vertex:
-        owned = [parameter(c) for c in sorted(cols)]
-        return Vertex(
-            [p for p in owned if isinstance(p, Real)],
-            [p for p in owned if isinstance(p, Choice)],
-        )
+    def make(c: int, vertex) -> Real | Choice:
+        if c in deps:
+            options = {
+                dependency_key(v): vertex(sorted(cs)) for v, cs in deps[c].items()
+            }
+            return Choice(names[c], options)
+        lo, up = float(bounds[0, c]), float(bounds[1, c])
+        return Real(names[c], lo, up, log_scale=c in log_cols)
 
     root = tree.vertices[0]
     codes = {names[c]: {dependency_key(v): float(v) for v in deps[c]} for c in deps}
     return TreeSpace(
-        vertex(root.continuous_columns + root.choice_columns),
+        build_root(sorted(root.continuous_columns + root.choice_columns), make),
         _layout={"columns": {n: i for i, n in enumerate(names)}, "codes": codes},
     )

@@ -59,13 +59,13 @@ except ImportError as err:  # pragma: no cover - exercised without ConfigSpace
         "'treebo[configspace]'."
     ) from err
 
+from treebo.parameter_tree import build_root
 from treebo.parameters import (
     Categorical,
     Choice,
     ConfigurationError,
     Integer,
     Real,
-    Vertex,
 )
 from treebo.space import TreeSpace
 
@@ -160,21 +160,10 @@ def tree_space_from_configspace(cs: Any) -> TreeSpace:
             parent, labels = condition
             for label in labels:
                 children.setdefault(parent, {}).setdefault(label, []).append(name)
-    made: dict[str, Any] = {}  # one object per name: shared parameters
-
-    def parameter(name: str) -> Any:
-        if name not in made:
-            made[name] = _parameter(hps[name], children.get(name), vertex)
-        return made[name]
-
-    def vertex(names: list[str]) -> Vertex:
-        owned = [parameter(n) for n in names]
-        return Vertex(
-            [p for p in owned if not isinstance(p, Choice)],
-            [p for p in owned if isinstance(p, Choice)],
-        )
-
-    return TreeSpace(vertex([n for n, c in parent_of.items() if c is None]))
+    roots = [n for n, c in parent_of.items() if c is None]
+    return TreeSpace(
+        build_root(roots, lambda n, vertex: _parameter(hps[n], children.get(n), vertex))
+    )
 
 
 def _parameter(hp: Any, children: dict[Hashable, list[str]] | None, vertex) -> Any:

@@ -223,6 +223,7 @@ def optimize_acqf_mixed_tree(
     continuous = torch.zeros(space.dim, dtype=torch.bool, device=ref.device)
     continuous[space.continuous_columns] = True
     todo = torch.ones(latent.shape[0], dtype=torch.bool, device=ref.device)
+    scored = None  # the neighbours of the current starts, once scored
     for round_ in range(max_rounds):
         # 1. Continuous step on the active real and integer columns of the
         # starts whose discrete setting changed (the others are at an optimum).
@@ -246,11 +247,12 @@ def optimize_acqf_mixed_tree(
         # 2. Discrete step: the best neighbour of each start, if it improves.
         if table.size == 0:
             break
-        N, n_values = _scored_neighbours(space, table, latent, score)
+        N, n_values = scored = _scored_neighbours(space, table, latent, score)
         best_values, best = n_values.max(-1)
         todo = best_values > values
         if not bool(todo.any()):
             break
+        scored = None  # the starts move
         chosen = N[torch.arange(N.shape[0], device=ref.device), best]
         latent = torch.where(todo.unsqueeze(-1), chosen, latent)
         values = torch.where(todo, best_values, values)
@@ -258,7 +260,9 @@ def optimize_acqf_mixed_tree(
     # point (e.g. one already evaluated), their valid neighbours.
     points = space.canonicalize(latent)
     if table.size:
-        N, n_values = _scored_neighbours(space, table, latent, score)
+        if scored is None:
+            scored = _scored_neighbours(space, table, latent, score)
+        N, n_values = scored
         valid = n_values > -torch.inf
         points = torch.cat([points, space.canonicalize(N[valid])])
         values = torch.cat([values, n_values[valid]])

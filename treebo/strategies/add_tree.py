@@ -180,19 +180,29 @@ class AddTreeStrategy(Strategy):
         acqf: AcquisitionFunction = LogExpectedImprovement(model, best_f=y.max())
         opts = self.options
         if not lists_paths(observations.space):
-            return optimize_acqf_mixed_tree(
-                acqf,
-                observations.space,
-                num_restarts=opts.num_restarts,
-                raw_samples=opts.raw_samples,
-                seed=observations.seed,
-                around=around,
-            )
+            return self.optimize_mixed(acqf, observations, around)
         return optimize_acqf_tree(
             acqf,
             observations.space,
             num_restarts=max(1, opts.num_restarts // 2),
             raw_samples=max(opts.raw_samples // 4, opts.num_restarts),
+            seed=observations.seed,
+            around=around,
+        )
+
+    def optimize_mixed(
+        self,
+        acqf: AcquisitionFunction,
+        observations: Observations,
+        around: Tensor,
+    ) -> TreeCandidate:
+        """Maximize ``acqf`` by alternating continuous and discrete steps
+        (:func:`~treebo.optim.optimize_acqf_mixed_tree`)."""
+        return optimize_acqf_mixed_tree(
+            acqf,
+            observations.space,
+            num_restarts=self.options.num_restarts,
+            raw_samples=self.options.raw_samples,
             seed=observations.seed,
             around=around,
         )
@@ -235,14 +245,7 @@ class AddTreeUCBStrategy(AddTreeStrategy):
         acqf = AddTreeUCB(model, beta=opts.beta, maximize=True)
         space = observations.space
         if space.integer_columns or space.categorical_columns:
-            return optimize_acqf_mixed_tree(
-                acqf,
-                observations.space,
-                num_restarts=opts.num_restarts,
-                raw_samples=opts.raw_samples,
-                seed=observations.seed,
-                around=around,
-            )
+            return self.optimize_mixed(acqf, observations, around)
         return optimize_add_tree_ucb(
             acqf,
             observations.space,
