@@ -220,6 +220,7 @@ TREEBO_MODIFIERS = {
     "lalt": {"local_acquisition": ("ucb", "log_ei")},
     "lauto": {"local_mean": "auto"},
     "matern": {"base_kernel": "matern52"},
+    "yj": {"outcome_warp": "yeo_johnson"},
     # Parallel workers: ask this many configurations, then tell their values.
     "par2": {"_batch": 2},
     "par3": {"_batch": 3},

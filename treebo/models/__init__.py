@@ -7,11 +7,17 @@ from treebo.models.fit import (
     noise_floor_likelihood,
     noise_floor_likelihood_options,
 )
+from treebo.models.partition import TreePartition, build_partition
+from treebo.models.treed_gp import TreedGP, WeightedPseudoLikelihood
 
 __all__ = [
     "FIT_CRITERIA",
     "AddTreeGP",
+    "TreePartition",
+    "TreedGP",
     "VertexPosterior",
+    "WeightedPseudoLikelihood",
+    "build_partition",
     "fit_model",
     "noise_floor_likelihood",
     "noise_floor_likelihood_options",

@@ -1,0 +1,112 @@
+import pytest
+import torch
+
+from treebo.models.partition import build_partition
+
+
+def _data(n=60, d=2, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    X = torch.rand(n, d, generator=gen, dtype=torch.float64)
+    y = torch.where(X[:, 0] < 0.4, torch.sin(20 * X[:, 1]), 0.1 * X[:, 1])
+    return X, y
+
+
+def _gain(y, left, right):
+    """Eq. 5 of paper 003, written out."""
+
+    def u(mask):
+        v = y[mask]
+        return float(((v - v.mean()) ** 2).mean())
+
+    whole = left | right
+    n = int(whole.sum())
+    return u(whole) - int(left.sum()) / n * u(left) - int(right.sum()) / n * u(right)
+
+
+def test_splits_sit_on_data_points_that_both_children_keep():
+    X, y = _data()
+    part = build_partition(X, y, min_leaf_size=5)
+    assert part.num_leaves > 2
+    for node in (~part.is_leaf).nonzero().squeeze(-1).tolist():
+        f, t = int(part.feature[node]), float(part.threshold[node])
+        mine = part.members[node]
+        on = mine & (X[:, f] == t)
+        assert bool(on.any())  # the threshold is an observed value
+        left, right = part.members[part.left[node]], part.members[part.right[node]]
+        assert torch.equal(left, mine & (X[:, f] <= t))
+        assert torch.equal(right, mine & (X[:, f] >= t))
+        assert bool((left & right).eq(on).all())  # boundary points in both
+    assert int(part.leaf_members.sum(-1).min()) >= 5
+
+
+def test_root_split_maximizes_the_uncertainty_reduction():
+    X, y = _data(n=30)
+    part = build_partition(X, y, min_leaf_size=4)
+    best, arg = -float("inf"), None
+    for f in range(X.shape[1]):
+        for t in X[:, f].tolist():
+            left, right = X[:, f] <= t, X[:, f] >= t
+            if min(int(left.sum()), int(right.sum())) < 4 or left.all() or right.all():
+                continue
+            g = _gain(y, left, right)
+            if g > best + 1e-12:
+                best, arg = g, (f, t)
+    assert (int(part.feature[0]), float(part.threshold[0])) == arg
+
+
+def test_min_leaf_size_and_max_depth_are_respected():
+    X, y = _data(n=80)
+    for size in (3, 7, 20):
+        part = build_partition(X, y, min_leaf_size=size)
+        assert int(part.leaf_members.sum(-1).min()) >= size
+    shallow = build_partition(X, y, min_leaf_size=3, max_depth=2)
+    assert shallow.max_depth <= 2 < build_partition(X, y, min_leaf_size=3).max_depth
+
+
+def test_partition_is_deterministic_and_ignores_row_order():
+    X, y = _data()
+    a, b = build_partition(X, y), build_partition(X, y)
+    for name in ("feature", "threshold", "left", "right", "members"):
+        assert torch.equal(getattr(a, name).nan_to_num(), getattr(b, name).nan_to_num())
+    perm = torch.randperm(X.shape[0], generator=torch.Generator().manual_seed(1))
+    c = build_partition(X[perm], y[perm])
+    assert torch.equal(a.feature, c.feature)
+    torch.testing.assert_close(a.threshold, c.threshold, equal_nan=True)
+    assert torch.equal(a.members[:, perm], c.members)
+
+
+def test_membership_and_leaf_index_agree_with_the_training_memberships():
+    X, y = _data()
+    part = build_partition(X, y)
+    assert torch.equal(part.membership(X).T, part.leaf_members)
+    gen = torch.Generator().manual_seed(123)  # not the training data's stream
+    Xq = torch.rand(4, 50, 2, generator=gen, dtype=torch.float64)
+    leaf = part.leaf_index(Xq)
+    assert leaf.shape == (4, 50)
+    inside = part.membership(Xq).gather(-1, leaf.unsqueeze(-1)).squeeze(-1)
+    assert bool(inside.all())
+    # Away from thresholds, a point lies in exactly one cell.
+    assert bool((part.membership(Xq).sum(-1) == 1).all())
+
+
+def test_a_constant_outcome_or_too_few_points_give_one_leaf():
+    X, _ = _data(n=20)
+    assert build_partition(X, torch.ones(20, dtype=torch.float64)).num_leaves == 1
+    X, y = _data(n=9)  # 5 + 5 with the shared boundary point
+    assert build_partition(X, y, min_leaf_size=5).num_leaves == 2
+    X, y = _data(n=8)
+    part = build_partition(X, y, min_leaf_size=5)
+    assert part.num_leaves == 1
+    assert bool(part.membership(X).all())
+
+
+def test_bad_input_is_refused():
+    X, y = _data(n=10)
+    with pytest.raises(ValueError, match="min_leaf_size"):
+        build_partition(X, y, min_leaf_size=0)
+    with pytest.raises(TypeError, match="min_leaf_size"):
+        build_partition(X, y, min_leaf_size=True)
+    with pytest.raises(ValueError, match="n x d"):
+        build_partition(X[:, 0], y)
+    with pytest.raises(ValueError, match="rows"):
+        build_partition(X, y[:5])

@@ -1,0 +1,365 @@
+r"""Treed GPs for non-stationary objectives (HTBO, Assael et al.).
+
+:class:`TreedGP` partitions the inputs with a CART-style tree
+(:func:`~treebo.models.partition.build_partition`: thresholds at observed
+points that both children keep) and fits one Matern-5/2 ARD GP per leaf on
+the leaf's points. A query is answered by the GP of its leaf, so a smooth
+region and a rugged one get their own lengthscales, output scales and noise.
+
+Leaf hyper-parameters :math:`\theta_j` maximize the weighted marginal
+pseudo-likelihood of paper 003 (eq. 8-9): with :math:`\rho^j_0 = j,
+\rho^j_1, \dots` the nodes from leaf :math:`j` up to the root and
+:math:`D_{j,i}` the data of :math:`\rho^j_i` not in :math:`\rho^j_{i-1}`
+(:math:`D_{j,0}` the leaf's own data),
+
+.. math::
+
+    \mathcal{L}(\theta) = \sum_{j} \sum_{i=0}^{\delta^j} w_i\,
+        \log p(y_{D_{j,i}} \mid x_{D_{j,i}}, \theta_j),
+    \qquad w_i = \frac{2}{1 + i},
+
+so a leaf's own data count twice and each level above it less, and a leaf
+with few points borrows the lengthscales of its neighbourhood. Every factor
+of every leaf is one entry of a ``(depth + 1) x L`` batch of padded Gaussian
+log-likelihoods (padded rows are independent unit variables with zero
+residual, which add nothing), so one batched Cholesky evaluates the whole
+objective. With ``warp=True`` each leaf also learns a Kumaraswamy input warp
+(BoTorch's :class:`~botorch.models.transforms.input.Warp`, in place of the
+paper's Beta CDF): HTBO-WARP.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from botorch.acquisition.objective import PosteriorTransform
+from botorch.models.model import Model
+from botorch.models.transforms.input import Warp
+from botorch.models.transforms.outcome import Standardize
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.constraints import GreaterThan
+from gpytorch.distributions import MultivariateNormal
+from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.mlls import MarginalLogLikelihood
+from gpytorch.models import GP
+from gpytorch.priors import LogNormalPrior
+from linear_operator import to_linear_operator
+from linear_operator.utils.cholesky import psd_safe_cholesky
+from torch import Tensor
+
+from treebo.kernels.treed import TreedLeafKernel
+from treebo.models.partition import build_partition
+
+#: Smallest posterior variance returned (standardized units).
+MIN_VARIANCE = 1e-12
+
+
+def padded_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
+    r"""Row indices of each set in ``mask``, padded to the largest set.
+
+    Args:
+        mask: ``... x n`` booleans.
+
+    Returns:
+        ``(index, valid)``, each ``... x m`` with ``m`` the largest count:
+        the members of each set in increasing order, then zeros, and which
+        entries are members.
+    """
+    counts = mask.sum(dim=-1)
+    m = max(int(counts.max()) if counts.numel() else 0, 1)
+    order = mask.to(torch.int8).argsort(dim=-1, descending=True, stable=True)
+    index = order[..., :m]
+    valid = torch.arange(m, device=mask.device) < counts.unsqueeze(-1)
+    return index.masked_fill(~valid, 0), valid
+
+
+class TreedGP(Model, GP):
+    r"""Independent Matern-5/2 ARD GPs on the leaves of a data-built partition.
+
+    Args:
+        train_X: ``n x d`` training inputs.
+        train_Y: ``n x 1`` training outcomes.
+        min_leaf_size: The fewest points a leaf holds (paper 003: 5).
+        warp: Learn a Kumaraswamy input warp per leaf (HTBO-WARP).
+        bounds: ``2 x d`` bounds of the inputs, mapped to the unit cube
+            (default: the inputs are in the unit cube already).
+        max_depth: The deepest a leaf may be (``None``: no limit).
+        noise_floor: Lower bound on each leaf's noise variance (standardized
+            outcomes).
+        outcome_transform: Applied to ``train_Y`` (default ``Standardize``;
+            ``None`` for none).
+
+    Attributes:
+        partition: The :class:`~treebo.models.partition.TreePartition`, in
+            unit-cube coordinates.
+        covar_module: The :class:`~treebo.kernels.treed.TreedLeafKernel`
+            (leaf kernels with batch shape ``L``).
+
+    Example:
+        >>> import torch
+        >>> from botorch.fit import fit_gpytorch_mll
+        >>> X = torch.rand(40, 2, dtype=torch.float64)
+        >>> Y = torch.where(X[:, :1] < 0.5, torch.sin(20 * X[:, 1:]), X[:, 1:])
+        >>> model = TreedGP(X, Y)
+        >>> _ = fit_gpytorch_mll(WeightedPseudoLikelihood(model))
+        >>> model.posterior(torch.rand(3, 2, dtype=torch.float64)).mean.shape
+        torch.Size([3, 1])
+    """
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        min_leaf_size: int = 5,
+        warp: bool = False,
+        bounds: Tensor | None = None,
+        max_depth: int | None = None,
+        noise_floor: float = 1e-6,
+        outcome_transform: Any = "DEFAULT",
+    ) -> None:
+        super().__init__()
+        if train_X.dim() != 2 or train_Y.dim() != 2 or train_Y.shape[-1] != 1:
+            raise ValueError(
+                "TreedGP takes train_X of shape n x d and train_Y of shape n x 1, "
+                f"got {tuple(train_X.shape)} and {tuple(train_Y.shape)}."
+            )
+        if train_X.shape[0] != train_Y.shape[0] or train_X.shape[0] < 1:
+            raise ValueError(
+                f"train_X has {train_X.shape[0]} rows but train_Y has "
+                f"{train_Y.shape[0]}; both need at least one."
+            )
+        if not (math.isfinite(noise_floor) and noise_floor > 0):
+            raise ValueError(f"noise_floor must be > 0, got {noise_floor!r}.")
+        d = train_X.shape[-1]
+        if bounds is None:
+            bounds = torch.stack([torch.zeros(d), torch.ones(d)]).to(train_X)
+        if bounds.shape != (2, d) or not bool((bounds[1] > bounds[0]).all()):
+            raise ValueError(
+                f"bounds must be 2 x {d} with upper > lower, got {tuple(bounds.shape)}."
+            )
+        self.register_buffer("bounds", bounds.to(train_X))
+        if outcome_transform == "DEFAULT":
+            outcome_transform = Standardize(m=1)
+        if outcome_transform is not None:
+            train_Y, _ = outcome_transform(train_Y)
+            self.outcome_transform = outcome_transform
+        X = self.normalize(train_X)
+        y = train_Y.squeeze(-1)
+        self.train_inputs = (X,)
+        self.train_targets = y
+        self.partition = build_partition(X, y, min_leaf_size, max_depth)
+        L = self.partition.num_leaves
+        batch = torch.Size([L])
+        self.covar_module = TreedLeafKernel(self.partition, dim=d)
+        self.mean_constant = torch.nn.Parameter(torch.zeros(L))
+        self.likelihood = GaussianLikelihood(
+            batch_shape=batch,
+            noise_prior=LogNormalPrior(-4.0, 1.0),
+            noise_constraint=GreaterThan(noise_floor),
+        )
+        self.warp = (
+            Warp(
+                d=d,
+                indices=list(range(d)),
+                batch_shape=batch,
+                concentration0_prior=LogNormalPrior(0.0, 0.75**0.5),
+                concentration1_prior=LogNormalPrior(0.0, 0.75**0.5),
+                bounds=torch.stack([torch.zeros(d), torch.ones(d)]),
+            )
+            if warp
+            else None
+        )
+        self._set_factor_tables()
+        self.to(train_X)
+        self._cache: tuple[Tensor, ...] | None = None
+
+    # ------------------------------------------------------------ structure
+    def _set_factor_tables(self) -> None:
+        """The data of every pseudo-likelihood factor and of every leaf."""
+        part = self.partition
+        ancestors = part.ancestors()  # L x (D + 1)
+        members = part.members[ancestors.clamp(min=0)]  # L x (D+1) x n
+        valid = (ancestors >= 0).unsqueeze(-1)
+        below = torch.nn.functional.pad(members[:, :-1], (0, 0, 1, 0))
+        sets = (members & ~below & valid).transpose(0, 1)  # (D+1) x L x n
+        index, rows = padded_rows(sets)
+        level = torch.arange(sets.shape[0], device=sets.device, dtype=torch.float64)
+        weight = 2.0 / (1.0 + level)
+        self.register_buffer("factor_index", index)
+        self.register_buffer("factor_rows", rows)
+        self.register_buffer(
+            "factor_weight", weight.unsqueeze(-1) * (ancestors.T >= 0).double()
+        )
+        leaf_index, leaf_rows = padded_rows(part.leaf_members)
+        self.register_buffer("leaf_data_index", leaf_index)
+        self.register_buffer("leaf_data_rows", leaf_rows)
+
+    @property
+    def num_leaves(self) -> int:
+        return self.partition.num_leaves
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return torch.Size([])
+
+    @property
+    def leaf_train_indices(self) -> tuple[Tensor, ...]:
+        """The training rows each leaf holds (a boundary point in both)."""
+        return tuple(row.nonzero().squeeze(-1) for row in self.partition.leaf_members)
+
+    def normalize(self, X: Tensor) -> Tensor:
+        """``X`` mapped from ``bounds`` to the unit cube."""
+        lo, hi = self.bounds
+        return (X - lo) / (hi - lo)
+
+    def leaf_index(self, X: Tensor) -> Tensor:
+        """``...`` long: the leaf of each of the ``... x d`` points ``X``."""
+        return self.partition.leaf_index(self.normalize(X))
+
+    # --------------------------------------------------------------- pieces
+    def _leaf_inputs(self, X: Tensor) -> Tensor:
+        """``X`` (``... x L|1 x n x d``, unit cube) as each leaf's kernel sees
+        it: warped per leaf with ``warp``."""
+        return X if self.warp is None else self.warp(X)
+
+    def _gaussian_terms(
+        self, index: Tensor, rows: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        r"""Cholesky factors, residuals and inputs of padded data sets.
+
+        Args:
+            index, rows: ``... x L x m`` training rows per set (leaf entry
+                ``l`` uses leaf ``l``'s hyper-parameters).
+
+        Returns:
+            ``(chol, resid, X)``: ``... x L x m x m`` lower Cholesky factors of
+            :math:`K_l + \sigma_l^2 I` on the members and the identity on the
+            padding, ``... x L x m`` residuals from each leaf's mean (zero on
+            the padding), and the ``... x L x m x d`` leaf inputs.
+        """
+        X = self._leaf_inputs(self.train_inputs[0][index])
+        K = self.covar_module.base_kernel(X).to_dense()
+        w = rows.to(K)
+        noise = self.likelihood.noise.squeeze(-1).unsqueeze(-1)  # L x 1
+        K = K * w.unsqueeze(-1) * w.unsqueeze(-2)
+        K = K + torch.diag_embed(w * noise + (1 - w))
+        chol = psd_safe_cholesky(K)
+        resid = (self.train_targets[index] - self.mean_constant.unsqueeze(-1)) * w
+        return chol, resid, X
+
+    def pseudo_log_likelihood(self) -> Tensor:
+        r"""The weighted pseudo-likelihood :math:`\mathcal{L}(\theta)` (the
+        sum over every leaf's factors, without priors)."""
+        chol, resid, _ = self._gaussian_terms(self.factor_index, self.factor_rows)
+        alpha = torch.linalg.solve_triangular(
+            chol, resid.unsqueeze(-1), upper=False
+        ).squeeze(-1)
+        count = self.factor_rows.sum(dim=-1).to(resid)
+        loglik = -0.5 * alpha.square().sum(-1)
+        loglik = loglik - chol.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        loglik = loglik - 0.5 * count * math.log(2 * math.pi)
+        return (self.factor_weight.to(loglik) * loglik).sum()
+
+    def train(self, mode: bool = True) -> TreedGP:
+        self._cache = None  # hyper-parameters may change
+        return super().train(mode)
+
+    def _leaf_posterior_terms(self) -> tuple[Tensor, ...]:
+        if self._cache is None or self.training:
+            chol, resid, X = self._gaussian_terms(
+                self.leaf_data_index, self.leaf_data_rows
+            )
+            alpha = torch.cholesky_solve(resid.unsqueeze(-1), chol)
+            self._cache = (chol, alpha, X)
+        return self._cache
+
+    # ------------------------------------------------------------ posterior
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: PosteriorTransform | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
+        r"""The posterior of the GP of each point's leaf.
+
+        Points in different leaves are independent; points in one leaf share
+        its GP's posterior covariance.
+
+        Args:
+            X: ``batch x q x d`` points.
+            output_indices: Must be ``None`` or ``[0]`` (one output).
+            observation_noise: If true, add each point's leaf noise.
+            posterior_transform: Applied to the posterior.
+
+        Returns:
+            A ``GPyTorchPosterior`` over ``batch x q x 1``.
+        """
+        if output_indices not in (None, [0]):
+            raise ValueError(f"TreedGP has one output, got {output_indices}.")
+        self.eval()
+        chol, alpha, Xl = self._leaf_posterior_terms()
+        Xn = self.normalize(X)
+        leaf = self.partition.leaf_index(Xn)  # batch x q
+        Xq = self._leaf_inputs(Xn.unsqueeze(-3))  # batch x L|1 x q x d
+        base = self.covar_module.base_kernel
+        w = self.leaf_data_rows.to(alpha).unsqueeze(-2)  # L x 1 x m
+        Kx = base(Xq, Xl).to_dense() * w  # batch x L x q x m
+        mean = self.mean_constant.unsqueeze(-1) + (Kx @ alpha).squeeze(-1)
+        V = torch.linalg.solve_triangular(
+            chol.expand(*Kx.shape[:-2], *chol.shape[-2:]),
+            Kx.transpose(-1, -2),
+            upper=False,
+        )
+        cov = base(Xq).to_dense() - V.transpose(-1, -2) @ V  # batch x L x q x q
+        q = leaf.shape[-1]
+        mean = mean.gather(-2, leaf.unsqueeze(-2)).squeeze(-2)
+        pick = leaf.unsqueeze(-2).unsqueeze(-1).expand(*leaf.shape[:-1], 1, q, q)
+        cov = cov.gather(-3, pick).squeeze(-3)
+        cov = cov * (leaf.unsqueeze(-1) == leaf.unsqueeze(-2)).to(cov)
+        var = cov.diagonal(dim1=-2, dim2=-1)
+        extra = var.clamp(min=MIN_VARIANCE) - var
+        if observation_noise is True:
+            extra = extra + self.likelihood.noise.squeeze(-1)[leaf]
+        elif isinstance(observation_noise, Tensor):
+            raise NotImplementedError("TreedGP takes observation_noise as a bool.")
+        cov = cov + torch.diag_embed(extra)
+        # A lazy covariance: no Cholesky unless a sampler asks for one.
+        posterior = GPyTorchPosterior(MultivariateNormal(mean, to_linear_operator(cov)))
+        if hasattr(self, "outcome_transform"):
+            posterior = self.outcome_transform.untransform_posterior(posterior)
+        if posterior_transform is not None:
+            return posterior_transform(posterior)
+        return posterior
+
+
+class WeightedPseudoLikelihood(MarginalLogLikelihood):
+    r"""The objective that fits a :class:`TreedGP`'s leaves: the weighted
+    pseudo-likelihood plus the log priors, divided by the number of training
+    points. ``botorch.fit.fit_gpytorch_mll`` maximizes it.
+
+    Args:
+        model: The :class:`TreedGP`.
+    """
+
+    def __init__(self, model: TreedGP) -> None:
+        super().__init__(model.likelihood, model)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Tensor:
+        del args, kwargs  # the model holds its data
+        model = self.model
+        value = model.pseudo_log_likelihood()
+        for _, module, prior, closure, _ in model.named_priors():
+            value = value + prior.log_prob(closure(module)).sum()
+        return value / model.train_targets.shape[-1]
+
+    def compute_custom_loss(self) -> Tensor:
+        """The loss BoTorch's fitting routine minimizes (``-self()``)."""
+        return -self()
