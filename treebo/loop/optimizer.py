@@ -113,6 +113,7 @@ class TreeOptimizer:
             raise TypeError(
                 f"model must be a name or a Strategy, got {type(model).__name__}."
             )
+        self.strategy.validate_space(space)
         if n_initial is None:
             n_initial = default_initial_size(space)
         if (

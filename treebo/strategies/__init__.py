@@ -18,6 +18,7 @@ from treebo.strategies.options import (
     AddTreeUCBOptions,
     LocalStepOptions,
 )
+from treebo.strategies.treed import TreedOptions, TreedStrategy
 
 __all__ = [
     "STRATEGIES",
@@ -29,6 +30,8 @@ __all__ = [
     "Observations",
     "Proposal",
     "Strategy",
+    "TreedOptions",
+    "TreedStrategy",
     "make_strategy",
     "register_strategy",
 ]

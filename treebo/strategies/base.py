@@ -125,6 +125,14 @@ class Strategy(ABC):
         self.device = torch.device("cpu") if device is None else torch.device(device)
         self.dtype = dtype
 
+    def validate_space(self, space: TreeSpace) -> None:
+        """Refuse a space this model cannot handle, before any evaluation.
+
+        Raises:
+            ConfigurationError: Naming what the model does not support.
+        """
+        del space  # every space by default
+
     @abstractmethod
     def propose(self, observations: Observations) -> Proposal:
         """The next configuration, from at least one successful observation.

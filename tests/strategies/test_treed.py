@@ -1,0 +1,121 @@
+import pytest
+import torch
+
+from treebo import (
+    Choice,
+    ConfigurationError,
+    Integer,
+    Real,
+    TreeOptimizer,
+    TreeSpace,
+    Vertex,
+    minimize,
+)
+from treebo.strategies import TreedOptions
+
+
+def _space():
+    return TreeSpace(
+        Vertex([Real("x", 0.0, 1.0), Real("y", 1e-3, 1.0, log_scale=True)])
+    )
+
+
+def _objective(p):
+    return (p["x"] - 0.3) ** 2 + (torch.log10(torch.tensor(p["y"])) + 1.0).item() ** 2
+
+
+def test_treed_loop_proposes_model_based_points_that_improve():
+    result = minimize(
+        _objective,
+        _space(),
+        budget=16,
+        model="treed",
+        seed=0,
+        options=TreedOptions(num_points=2048),
+    )
+    kinds = [t.kind for t in result.history]
+    assert kinds.count("bo") == 16 - kinds.count("initial")
+    initial = min(t.value for t in result.history if t.kind == "initial")
+    assert result.best_value < initial
+
+
+def test_with_one_leaf_the_loop_converges_on_a_smooth_function():
+    # max_depth=0: a single GP, fitted and maximized by the same machinery.
+    result = minimize(
+        _objective,
+        _space(),
+        budget=18,
+        model="treed",
+        seed=0,
+        options=TreedOptions(num_points=2048, max_depth=0),
+    )
+    assert result.best_value < 1e-3
+    assert result.best_params["x"] == pytest.approx(0.3, abs=0.02)
+
+
+def test_a_resumed_treed_run_continues_exactly(tmp_path):
+    path = tmp_path / "run.jsonl"
+    opts = TreedOptions(num_points=1024)
+    full = minimize(
+        _objective, _space(), budget=12, model="treed", seed=2, options=opts
+    )
+    minimize(
+        _objective,
+        _space(),
+        budget=9,
+        model="treed",
+        seed=2,
+        options=opts,
+        checkpoint=path,
+    )
+    resumed = minimize(
+        _objective,
+        _space(),
+        budget=12,
+        model="treed",
+        seed=2,
+        options=opts,
+        checkpoint=path,
+    )
+    assert [t.params for t in resumed.history] == [t.params for t in full.history]
+
+
+def test_pending_configurations_are_avoided():
+    opt = TreeOptimizer(
+        _space(),
+        model="treed",
+        seed=1,
+        n_initial=8,
+        options=TreedOptions(num_points=1024),
+    )
+    for _ in range(8):
+        p = opt.ask()
+        opt.tell(p, _objective(p))
+    first, second = opt.ask(), opt.ask()  # the second with the first pending
+    assert first != second
+
+
+@pytest.mark.parametrize(
+    "param", [Integer("n", 1, 5), Choice("c", {"a": Vertex(), "b": Vertex()})]
+)
+def test_spaces_beyond_real_parameters_are_refused_by_name(param):
+    if isinstance(param, Choice):
+        space = TreeSpace(Vertex([Real("x", 0.0, 1.0)], [param]))
+    else:
+        space = TreeSpace(Vertex([Real("x", 0.0, 1.0), param]))
+    with pytest.raises(ConfigurationError, match=f"'{param.name}'"):
+        TreeOptimizer(space, model="treed")
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"min_leaf_size": 0}, "min_leaf_size"),
+        ({"warp": 1}, "warp"),
+        ({"num_points": 0}, "num_points"),
+        ({"noise_floor": -1.0}, "noise_floor"),
+    ],
+)
+def test_options_are_checked_and_name_the_parameter(kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        TreedOptions(**kwargs)
