@@ -242,3 +242,51 @@ def test_ax_space_with_unordered_string_choice_and_log_scale():
     noise = model.likelihood.noise_covar
     assert noise.raw_noise_constraint.lower_bound.item() == pytest.approx(1e-6)
     assert (noise.noise >= 1e-6).all()
+
+
+def test_ax_plain_categoricals_and_integers_reach_the_kernel():
+    # Ax passes AddTreeGP only the indices of unordered choices; the
+    # registered input constructor adds every value, observed or not.
+    space = SearchSpace(
+        parameters=[
+            ChoiceParameter(
+                "optimizer",
+                ParameterType.STRING,
+                values=["sgd", "adam"],
+                dependents={"sgd": ["momentum"], "adam": ["beta1"]},
+                is_ordered=False,
+                sort_values=False,
+            ),
+            RangeParameter("lr", ParameterType.FLOAT, 1e-5, 1e-1, log_scale=True),
+            RangeParameter("momentum", ParameterType.FLOAT, 0.0, 0.99),
+            RangeParameter("beta1", ParameterType.FLOAT, 0.5, 0.999),
+            RangeParameter("layers", ParameterType.INT, 1, 8),
+            ChoiceParameter(
+                "act",
+                ParameterType.STRING,
+                values=["relu", "tanh", "gelu", "silu", "elu", "selu", "mish"],
+                is_ordered=False,
+                sort_values=False,
+            ),
+        ]
+    )
+    codes = {"relu": 0, "tanh": 1, "gelu": 2, "silu": 3, "elu": 4, "selu": 5}
+
+    def objective(params):
+        assert isinstance(params["layers"], int)
+        return (
+            math.log10(params["lr"]) ** 2
+            + 0.1 * params["layers"]
+            + codes.get(params["act"], 6)
+        )
+
+    strategy = run_ax(space, objective, 3, 5, noise_floor=1e-6)
+    adapter = strategy.current_node.generator_spec_to_gen_from._fitted_adapter
+    model = adapter.generator.surrogate.model
+    names = adapter.generator.surrogate.training_data[0].feature_names
+    act = names.index("act")
+    observed = model.train_inputs[0][:, act].unique()
+    assert len(observed) < 7  # not every value was tried ...
+    values = model.covar_module.categorical_values
+    assert set(values) == {act}  # the tree's own choice is not a categorical
+    assert values[act] == [float(c) for c in range(7)]  # ... but all are known

@@ -175,6 +175,46 @@ def ax_search_space(space: TreeSpace) -> SearchSpace:
     return SearchSpace(parameters=parameters)
 
 
+def _register_ax_input_constructor() -> None:
+    """Let Ax hand ``AddTreeGP`` the codes of its categorical columns.
+
+    Ax passes only the indices of unordered choice columns to
+    ``construct_inputs``; its search-space digest also knows their values
+    (``discrete_choices``), so a model-input constructor registered for
+    ``AddTreeGP`` (Ax's ``submodel_input_constructor`` dispatcher) adds them.
+    """
+    from ax.generators.torch.botorch_modular.surrogate import (
+        submodel_input_constructor,
+    )
+    from botorch.models.model import Model
+
+    from treebo.models import AddTreeGP
+
+    base = submodel_input_constructor.dispatch(Model)
+
+    @submodel_input_constructor.register(AddTreeGP)
+    def _add_tree_inputs(
+        botorch_model_class, model_config, dataset, search_space_digest, surrogate
+    ):
+        inputs = base(
+            botorch_model_class=botorch_model_class,
+            model_config=model_config,
+            dataset=dataset,
+            search_space_digest=search_space_digest,
+            surrogate=surrogate,
+        )
+        deps = search_space_digest.hierarchical_dependencies or {}
+        choices = search_space_digest.discrete_choices
+        values = {
+            int(c): [float(v) for v in choices[c]]
+            for c in search_space_digest.categorical_features
+            if c not in deps and c in choices
+        }
+        if values:
+            inputs["categorical_values"] = values
+        return inputs
+
+
 def add_tree_generation_strategy(
     num_initial_trials: int = 5,
     model_options: AddTreeKernelOptions | dict[str, Any] | None = None,
@@ -218,6 +258,7 @@ def add_tree_generation_strategy(
 
     if num_initial_trials < 1:
         raise ValueError(f"num_initial_trials must be >= 1, got {num_initial_trials}.")
+    _register_ax_input_constructor()
     if model_options is None:
         kernel_options = LOOP_KERNEL_OPTIONS
     elif isinstance(model_options, AddTreeKernelOptions):

@@ -230,6 +230,7 @@ class AddTreeGP(SingleTaskGP):
         training_data: SupervisedDataset,
         hierarchical_dependencies: HierarchicalDependencies,
         categorical_values: Mapping[int, Sequence[float]] | None = None,
+        categorical_features: Sequence[int] | None = None,
         **kwargs: Any,
     ) -> dict[str, Any]:
         """Model keyword arguments from a dataset (used by Ax's ``BoTorchGenerator``).
@@ -239,6 +240,13 @@ class AddTreeGP(SingleTaskGP):
             hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
             categorical_values: ``{column: values}`` of unordered categorical
                 parameter columns.
+            categorical_features: Ax's unordered choice columns, encoded as
+                integer codes ``0 .. k-1`` (Ax's ``ChoiceToNumericChoice``).
+                Those that are not choices of the tree become categorical
+                columns with the codes ``0`` up to the largest code observed
+                (Ax does not pass ``k``; a larger code proposed later is a
+                further category). Ignored where ``categorical_values`` is
+                given.
             **kwargs: Kernel options (fields of
                 :class:`~treebo.kernels.AddTreeKernelOptions`) and
                 ``SingleTaskGP.construct_inputs``' own arguments.
@@ -247,6 +255,13 @@ class AddTreeGP(SingleTaskGP):
         kernel_options = {k: kwargs.pop(k) for k in names if k in kwargs}
         inputs = super().construct_inputs(training_data=training_data, **kwargs)
         inputs["hierarchical_dependencies"] = hierarchical_dependencies
+        if categorical_values is None and categorical_features:
+            X = training_data.X
+            categorical_values = {
+                int(col): list(range(int(X[..., col].max().round()) + 1))
+                for col in categorical_features
+                if int(col) not in hierarchical_dependencies
+            }
         if categorical_values:
             inputs["categorical_values"] = categorical_values
         inputs.update(AddTreeKernelOptions(**kernel_options).as_kwargs())
