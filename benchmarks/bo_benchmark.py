@@ -46,6 +46,12 @@ Methods:
     hck_logei     BoTorch HierarchicalConditionalKernelGP + LogEI, optimize_acqf_mixed
     flat_logei    BoTorch SingleTaskGP on the flattened space + LogEI,
                   optimize_acqf_mixed
+    flat_alt      the same with optimize_acqf_mixed_alternating
+    flat_warp     SingleTaskGP with a Kumaraswamy input warp (BO-WARP)
+    treed         ``TreeOptimizer(model="treed")`` (HTBO); suffixes ``_warp``
+                  (HTBO-WARP), ``_d<k>`` (max_depth) and ``_m<k>``
+                  (min_leaf_size), e.g. ``treed_warp_d2``
+    smac, ax_default  SMAC3's HPO facade, Ax's default generation strategy
     optuna_tpe    Optuna TPESampler(multivariate=True, group=True), define-by-run
 
 Modifiers of settings that were removed from the loop (``RETIRED_MODIFIERS``)
@@ -69,7 +75,7 @@ from botorch.acquisition import LogExpectedImprovement
 from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.hierarchical import HierarchicalConditionalKernelGP
-from botorch.models.transforms.input import Normalize
+from botorch.models.transforms.input import ChainedInputTransform, Normalize, Warp
 from botorch.optim import optimize_acqf_mixed, optimize_acqf_mixed_alternating
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
@@ -77,15 +83,17 @@ from treebo import Categorical, Integer, TreeOptimizer, TreeSpace
 from treebo.kernels.options import AddTreeKernelOptions
 from treebo.loop.design import default_initial_size
 from treebo.loop.design import initial_design as treebo_initial_design
-from treebo.strategies import AddTreeOptions, AddTreeUCBOptions
+from treebo.strategies import AddTreeOptions, AddTreeUCBOptions, TreedOptions
 
 if __package__:  # imported as benchmarks.bo_benchmark
     from .mixed_peers import discrete_values, run_ax, run_smac
+    from .nonstationary_problems import NONSTATIONARY_PROBLEMS
     from .summarize import parse_seeds
     from .tuning_problems import TUNING_PROBLEMS
     from .validation_problems import VALIDATION_PROBLEMS
 else:  # run as a script: benchmarks/ is on sys.path
     from mixed_peers import discrete_values, run_ax, run_smac
+    from nonstationary_problems import NONSTATIONARY_PROBLEMS
     from summarize import parse_seeds
     from tuning_problems import TUNING_PROBLEMS
     from validation_problems import VALIDATION_PROBLEMS
@@ -97,6 +105,7 @@ PROBLEMS = {
     "p2": lambda: GeneralizedJenatton(depth=4, balanced=True),
     **VALIDATION_PROBLEMS,
     **TUNING_PROBLEMS,
+    **NONSTATIONARY_PROBLEMS,
     # P9: model selection by 3-fold CV error; the folds are fixed (seed 0) so
     # that every run optimizes the same function.
     "p9_digits": lambda: ModelSelection("digits", seed=0),
@@ -142,6 +151,15 @@ def botorch_proposal(
         model = HierarchicalConditionalKernelGP(
             X, y, space.to_hierarchical_dependencies(), input_transform=transform
         )
+    elif kind == "flat_warp":  # input warping (Snoek et al., 2014): BO-WARP
+        indices = list(range(space.dim))
+        warp = Warp(
+            d=space.dim,
+            indices=indices,
+            bounds=torch.stack([torch.zeros(space.dim), torch.ones(space.dim)]).to(X),
+        )
+        chained = ChainedInputTransform(normalize=transform, warp=warp)
+        model = SingleTaskGP(X, y, input_transform=chained)
     else:
         model = SingleTaskGP(X, y, input_transform=transform)
     with warnings.catch_warnings():
@@ -264,6 +282,24 @@ def build_options(settings: dict) -> tuple[str, object]:
     return model, options
 
 
+def treed_options(method: str) -> dict | None:
+    """``TreeOptimizer`` keyword arguments of a treed method: ``treed`` plus
+    suffixes ``warp`` (HTBO-WARP), ``d<k>`` (``max_depth=k``) and ``m<k>``
+    (``min_leaf_size=k``), e.g. ``treed_warp_d2``; ``None`` for another."""
+    if method != "treed" and not method.startswith("treed_"):
+        return None
+    settings: dict = {}
+    for part in method.split("_")[1:]:
+        if part == "warp":
+            settings["warp"] = True
+        elif part[:1] in ("d", "m") and part[1:].isdigit():
+            key = "max_depth" if part[0] == "d" else "min_leaf_size"
+            settings[key] = int(part[1:])
+        else:
+            raise ValueError(f"unknown modifier {part!r} in method {method!r}")
+    return {"model": "treed", "options": TreedOptions(**settings), "_batch": 1}
+
+
 def treebo_options(method: str) -> dict | None:
     """``TreeOptimizer`` keyword arguments (``model``, ``options``) of a treebo
     method, plus ``_batch`` (workers); ``None`` for a peer.
@@ -368,7 +404,7 @@ def run(
     design = initial_design(space, seed)
     values: list[float] = []
     proposal_seconds: list[float] = []
-    options = treebo_options(method)
+    options = treebo_options(method) or treed_options(method)
     if options is not None:
         batch = options.pop("_batch")
         opt = TreeOptimizer(space, seed=seed, **options)
@@ -386,7 +422,7 @@ def run(
     elif method == "random":
         configs = design + space.to_dicts(space.sample(budget, seed=10_000 + seed))
         values = [problem.objective(c) for c in configs[:budget]]
-    elif method in ("hck_logei", "flat_logei", "flat_alt"):
+    elif method in ("hck_logei", "flat_logei", "flat_alt", "flat_warp"):
         state = _load_peer_state(checkpoint, problem_name, method, seed)
         if state is None:
             X = space.to_tensor(design)
