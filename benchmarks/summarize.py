@@ -4,9 +4,12 @@ Usage::
 
     python benchmarks/summarize.py benchmarks/out/bo.jsonl [more.jsonl ...] \\
         --png benchmarks/regret_curves.png [--suffix benchmarks/out/bo.jsonl=_v1] \\
-        [--plot-methods treebo_logei,hck_logei] [--seeds 0-9] [--paired treebo_logei]
+        [--plot-methods treebo_logei,hck_logei] [--seeds 0-9] [--paired treebo_logei] \\
+        [--checkpoints 30,60]
 
-Regret is ``best value so far - f*``; an exactly reached optimum has regret 0,
+Where a problem's optimum is unknown (``optimal_value`` None: P9's
+cross-validated error), the tables show the best value so far instead of the
+regret. Regret is ``best value so far - f*``; an exactly reached optimum has regret 0,
 whose log10 is ``-inf`` (shown as such; medians and quartiles keep it). Medians
 and quartiles are midpoint order statistics (the usual median for an even
 number of seeds). A seed that appears in several files (e.g. a 50- and a
@@ -34,7 +37,11 @@ CHECKPOINTS = (10, 25, 50, 100)
 
 
 def log10_regret_curve(record: dict) -> np.ndarray:
+    """log10 regret after each evaluation; the best value so far where the
+    optimum is unknown (``optimal_value`` None, e.g. P9's CV error)."""
     best = np.minimum.accumulate(np.asarray(record["values"], dtype=float))
+    if record["optimal_value"] is None:
+        return best
     regret = np.maximum(best - record["optimal_value"], 0.0)
     with np.errstate(divide="ignore"):
         return np.log10(regret)
@@ -47,8 +54,8 @@ def quartiles(values: np.ndarray) -> np.ndarray:
     return np.where(q < -1e299, -np.inf, q)
 
 
-def fmt(v: float) -> str:
-    return "-inf" if v == -math.inf else f"{v:.2f}"
+def fmt(v: float, digits: int = 2) -> str:
+    return "-inf" if v == -math.inf else f"{v:.{digits}f}"
 
 
 def parse_seeds(text: str) -> set[int]:
@@ -121,12 +128,20 @@ def main() -> None:
         "--seeds", default=None, help="only these seeds, e.g. 0-9 or 0-4,7"
     )
     parser.add_argument(
+        "--checkpoints", default=None, help="evaluation counts, e.g. 30,60"
+    )
+    parser.add_argument(
         "--paired",
         default=None,
         metavar="BASE",
         help="also count, seed by seed, where each method beats BASE",
     )
     args = parser.parse_args()
+    checkpoints = (
+        CHECKPOINTS
+        if args.checkpoints is None
+        else tuple(int(c) for c in args.checkpoints.split(","))
+    )
     keep = None if args.seeds is None else parse_seeds(args.seeds)
     suffixes = dict(item.split("=", 1) for item in args.suffix)
     runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
@@ -148,11 +163,15 @@ def main() -> None:
     for problem in problems:
         methods = sorted(m for p, m in runs if p == problem)
         budget = max(r["budget"] for m in methods for r in runs[(problem, m)])
-        cps = [c for c in CHECKPOINTS if c <= budget]
+        cps = [c for c in checkpoints if c <= budget]
+        known = all(
+            r["optimal_value"] is not None for m in methods for r in runs[(problem, m)]
+        )
+        label, digits = ("log10 regret", 2) if known else ("best value", 4)
         print(f"\n### {problem}\n")
         print(
             "| method | seeds | "
-            + " | ".join(f"log10 regret @{c}: median [IQR]" for c in cps)
+            + " | ".join(f"{label} @{c}: median [IQR]" for c in cps)
             + " | s/proposal (median) |"
         )
         print("|---|---|" + "---|" * len(cps) + "---|")
@@ -167,7 +186,8 @@ def main() -> None:
                     continue
                 q1, med, q3 = quartiles(col)
                 count = "" if col.size == len(rs) else f" (n={col.size})"
-                cells.append(f"{fmt(med)} [{fmt(q1)}, {fmt(q3)}]{count}")
+                q = [fmt(v, digits) for v in (q1, med, q3)]
+                cells.append(f"{q[1]} [{q[0]}, {q[2]}]{count}")
             secs = [s for r in rs for s in r["proposal_seconds"]]
             sec = f"{np.median(secs):.2f}" if secs else "-"
             print(f"| {m} | {len(rs)} | " + " | ".join(cells) + f" | {sec} |")
