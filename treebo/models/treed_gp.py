@@ -267,16 +267,22 @@ class TreedGP(Model, GP):
         return (self.factor_weight.to(loglik) * loglik).sum()
 
     def train(self, mode: bool = True) -> TreedGP:
-        self._cache = None  # hyper-parameters may change
+        if mode:
+            self._cache = None  # hyper-parameters may change
         return super().train(mode)
 
     def _leaf_posterior_terms(self) -> tuple[Tensor, ...]:
+        """Cholesky factors, weights and inputs of every leaf's GP (computed
+        once in eval mode, detached: gradients flow to the query points)."""
         if self._cache is None or self.training:
             chol, resid, X = self._gaussian_terms(
                 self.leaf_data_index, self.leaf_data_rows
             )
             alpha = torch.cholesky_solve(resid.unsqueeze(-1), chol)
-            self._cache = (chol, alpha, X)
+            terms = (chol, alpha, X)
+            if self.training:
+                return terms
+            self._cache = tuple(t.detach() for t in terms)
         return self._cache
 
     # ------------------------------------------------------------ posterior
@@ -304,7 +310,8 @@ class TreedGP(Model, GP):
         """
         if output_indices not in (None, [0]):
             raise ValueError(f"TreedGP has one output, got {output_indices}.")
-        self.eval()
+        if self.training:
+            self.eval()
         chol, alpha, Xl = self._leaf_posterior_terms()
         Xn = self.normalize(X)
         leaf = self.partition.leaf_index(Xn)  # batch x q
