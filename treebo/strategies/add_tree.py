@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement
@@ -33,7 +32,6 @@ from torch import Tensor
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
 from treebo.models.add_tree_gp import AddTreeGP
 from treebo.models.fit import noise_floor_likelihood
-from treebo.models.outcome_warp import warp_scores
 from treebo.optim.mixed import lists_paths, optimize_acqf_mixed_tree
 from treebo.optim.tree_optimize import (
     TreeCandidate,
@@ -119,8 +117,6 @@ class AddTreeStrategy(Strategy):
     def propose(self, observations: Observations) -> Proposal:
         t0 = time.perf_counter()
         obs = observations
-        if self.options.outcome_warp == "yeo_johnson":
-            obs = replace(obs, y=warp_scores(obs.y, obs.failed))
         space, X, y = obs.space, obs.X, obs.y
         incumbent = obs.incumbent
         failures = count_failures(obs.scores, obs.kinds)

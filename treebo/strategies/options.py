@@ -18,7 +18,6 @@ from treebo.optim.local_refinement import validate_local_acquisition
 from treebo.optim.tree_optimize import PATH_SELECTIONS
 
 LOCAL_MEANS = ("constant", "auto")
-OUTCOME_WARPS = ("none", "yeo_johnson")
 
 
 def _check_positive(value: float, name: str) -> None:
@@ -97,10 +96,6 @@ class AddTreeOptions:
         num_restarts: Optimizer starts per path.
         raw_samples: Random points scored to choose the starts.
         local: Local refinement of the incumbent, or ``None`` for none.
-        outcome_warp: ``"yeo_johnson"`` fits the global model to scores warped
-            by a fitted Yeo-Johnson transform
-            (:func:`~treebo.models.outcome_warp.warp_scores`), which tames
-            heavy-tailed objectives; ``"none"`` to the standardized scores.
 
     Example:
         >>> from treebo import TreeOptimizer
@@ -118,7 +113,6 @@ class AddTreeOptions:
     num_restarts: int = 10
     raw_samples: int = 512
     local: LocalStepOptions | None = field(default_factory=LocalStepOptions)
-    outcome_warp: Literal["none", "yeo_johnson"] = "none"
 
     def __post_init__(self) -> None:
         if not isinstance(self.kernel, AddTreeKernelOptions):
@@ -130,11 +124,6 @@ class AddTreeOptions:
         validate_fit_criterion(self.fit_criterion, "fit_criterion")
         _check_count(self.num_restarts, "num_restarts", 1)
         _check_count(self.raw_samples, "raw_samples", 1)
-        if self.outcome_warp not in OUTCOME_WARPS:
-            raise ValueError(
-                f"outcome_warp must be one of {OUTCOME_WARPS}, "
-                f"got {self.outcome_warp!r}."
-            )
         if self.local is not None and not isinstance(self.local, LocalStepOptions):
             raise TypeError(
                 "local must be LocalStepOptions or None, got "
