@@ -19,11 +19,11 @@ pseudo-likelihood of paper 003 (eq. 8-9): with :math:`\rho^j_0 = j,
     \qquad w_i = \frac{2}{1 + i},
 
 so a leaf's own data count twice and each level above it less, and a leaf
-with few points borrows the lengthscales of its neighbourhood. Every factor
-of every leaf is one entry of a ``(depth + 1) x L`` batch of padded Gaussian
-log-likelihoods (padded rows are independent unit variables with zero
-residual, which add nothing), so one batched Cholesky evaluates the whole
-objective. With ``warp=True`` each leaf also learns a Kumaraswamy input warp
+with few points borrows the lengthscales of its neighbourhood. The factors
+of all leaves are grouped by size, and each group is one batch of padded
+Gaussian log-likelihoods (padded rows are independent unit variables with
+zero residual, which add nothing), so a few batched Choleskys evaluate the
+whole objective. With ``warp=True`` each leaf also learns a Kumaraswamy input warp
 (BoTorch's :class:`~botorch.models.transforms.input.Warp`, in place of the
 paper's Beta CDF): HTBO-WARP.
 """
@@ -38,6 +38,7 @@ from botorch.acquisition.objective import PosteriorTransform
 from botorch.models.model import Model
 from botorch.models.transforms.input import Warp
 from botorch.models.transforms.outcome import Standardize
+from botorch.models.transforms.utils import kumaraswamy_warp
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.constraints import GreaterThan
 from gpytorch.distributions import MultivariateNormal
@@ -49,11 +50,14 @@ from linear_operator import to_linear_operator
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
+from treebo.kernels.correlation import stationary_correlation
 from treebo.kernels.treed import TreedLeafKernel
 from treebo.models.partition import build_partition
 
 #: Smallest posterior variance returned (standardized units).
 MIN_VARIANCE = 1e-12
+#: Inputs are squeezed into [eps, 1 - eps] before a Kumaraswamy warp.
+WARP_EPS = 1e-7
 
 
 def padded_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
@@ -160,13 +164,15 @@ class TreedGP(Model, GP):
             noise_constraint=GreaterThan(noise_floor),
         )
         self.warp = (
+            # Holds the per-leaf concentrations (priors, constraints); the
+            # warp itself is applied leaf by leaf in ``_leaf_inputs``.
             Warp(
                 d=d,
                 indices=list(range(d)),
                 batch_shape=batch,
+                eps=WARP_EPS,
                 concentration0_prior=LogNormalPrior(0.0, 0.75**0.5),
                 concentration1_prior=LogNormalPrior(0.0, 0.75**0.5),
-                bounds=torch.stack([torch.zeros(d), torch.ones(d)]),
             )
             if warp
             else None
@@ -177,24 +183,48 @@ class TreedGP(Model, GP):
 
     # ------------------------------------------------------------ structure
     def _set_factor_tables(self) -> None:
-        """The data of every pseudo-likelihood factor and of every leaf."""
+        """The data of every pseudo-likelihood factor and of every leaf.
+
+        Factors are grouped by size (padded to the next power of two, at
+        least 4), so that padding wastes at most half of each group's rows;
+        each group is one batch of Gaussian log-likelihoods.
+        """
         part = self.partition
         ancestors = part.ancestors()  # L x (D + 1)
         members = part.members[ancestors.clamp(min=0)]  # L x (D+1) x n
         valid = (ancestors >= 0).unsqueeze(-1)
         below = torch.nn.functional.pad(members[:, :-1], (0, 0, 1, 0))
-        sets = (members & ~below & valid).transpose(0, 1)  # (D+1) x L x n
-        index, rows = padded_rows(sets)
-        level = torch.arange(sets.shape[0], device=sets.device, dtype=torch.float64)
-        weight = 2.0 / (1.0 + level)
-        self.register_buffer("factor_index", index)
-        self.register_buffer("factor_rows", rows)
-        self.register_buffer(
-            "factor_weight", weight.unsqueeze(-1) * (ancestors.T >= 0).double()
-        )
+        sets = members & ~below & valid  # L x (D+1) x n
+        leaf, level = (ancestors >= 0).nonzero(as_tuple=True)
+        masks = sets[leaf, level]  # F x n
+        size = masks.sum(dim=-1).clamp(min=1).double()
+        group = size.log2().ceil().clamp(min=2)
+        self.num_factor_groups = 0
+        for g in group.unique().tolist():  # one batch per size class
+            sel = group == g
+            index, rows = padded_rows(masks[sel])
+            k = self.num_factor_groups
+            self.register_buffer(f"factor_index_{k}", index)
+            self.register_buffer(f"factor_rows_{k}", rows)
+            self.register_buffer(f"factor_leaf_{k}", leaf[sel])
+            self.register_buffer(
+                f"factor_weight_{k}", 2.0 / (1.0 + level[sel].double())
+            )
+            self.num_factor_groups += 1
         leaf_index, leaf_rows = padded_rows(part.leaf_members)
         self.register_buffer("leaf_data_index", leaf_index)
         self.register_buffer("leaf_data_rows", leaf_rows)
+
+    def factor_groups(self) -> list[tuple[Tensor, Tensor, Tensor, Tensor]]:
+        """``(index, rows, leaf, weight)`` of each group of factors: ``B x m``
+        training rows and validity, and the ``B`` leaves and weights."""
+        return [
+            tuple(
+                getattr(self, f"factor_{name}_{k}")
+                for name in ("index", "rows", "leaf", "weight")
+            )
+            for k in range(self.num_factor_groups)
+        ]
 
     @property
     def num_leaves(self) -> int:
@@ -223,48 +253,79 @@ class TreedGP(Model, GP):
         return self.partition.leaf_index(self.normalize(X))
 
     # --------------------------------------------------------------- pieces
-    def _leaf_inputs(self, X: Tensor) -> Tensor:
-        """``X`` (``... x L|1 x n x d``, unit cube) as each leaf's kernel sees
-        it: warped per leaf with ``warp``."""
-        return X if self.warp is None else self.warp(X)
+    def _leaf_inputs(self, X: Tensor, leaf: Tensor | None = None) -> Tensor:
+        """``X`` (unit cube) as the leaves' kernels see it: warped with each
+        leaf's Kumaraswamy CDF with ``warp``. ``leaf`` (``B``) picks one leaf
+        per batch entry of ``X`` (``B x m x d``); without it the leaves
+        broadcast over dimension -3."""
+        if self.warp is None:
+            return X
+        c0, c1 = self.warp.concentration0, self.warp.concentration1  # L x 1 x d
+        if leaf is not None:
+            c0, c1 = c0[leaf], c1[leaf]
+        return kumaraswamy_warp(X, c0=c0, c1=c1, eps=WARP_EPS)
+
+    def _leaf_kernel(self, A: Tensor, B: Tensor, leaf: Tensor) -> Tensor:
+        r"""The Matern-5/2 kernel of leaf ``leaf`` between ``A`` and ``B``.
+
+        Args:
+            A: ``... x a x d`` (warped) inputs.
+            B: ``... x b x d`` (warped) inputs.
+            leaf: ``...`` long: the leaf whose hyper-parameters each batch
+                entry uses.
+
+        Returns:
+            ``... x a x b``: :math:`\sigma_l^2 \kappa(\lVert (A_i - B_j)
+            / \ell_l \rVert)` (the same values as the batched
+            ``covar_module.base_kernel`` entry ``l``).
+        """
+        scale = self.covar_module.base_kernel
+        ls = scale.base_kernel.lengthscale[leaf]  # ... x 1 x d
+        diff = (A.unsqueeze(-2) - B.unsqueeze(-3)) / ls.unsqueeze(-2)
+        corr = stationary_correlation(diff.square().sum(-1), "matern52")
+        return scale.outputscale[leaf].unsqueeze(-1).unsqueeze(-1) * corr
 
     def _gaussian_terms(
-        self, index: Tensor, rows: Tensor
+        self, index: Tensor, rows: Tensor, leaf: Tensor
     ) -> tuple[Tensor, Tensor, Tensor]:
         r"""Cholesky factors, residuals and inputs of padded data sets.
 
         Args:
-            index, rows: ``... x L x m`` training rows per set (leaf entry
-                ``l`` uses leaf ``l``'s hyper-parameters).
+            index, rows: ``B x m`` training rows of each set, and which are
+                members (the rest is padding).
+            leaf: ``B``: the leaf whose hyper-parameters each set uses.
 
         Returns:
-            ``(chol, resid, X)``: ``... x L x m x m`` lower Cholesky factors of
+            ``(chol, resid, X)``: ``B x m x m`` lower Cholesky factors of
             :math:`K_l + \sigma_l^2 I` on the members and the identity on the
-            padding, ``... x L x m`` residuals from each leaf's mean (zero on
-            the padding), and the ``... x L x m x d`` leaf inputs.
+            padding, ``B x m`` residuals from the leaf's mean (zero on the
+            padding), and the ``B x m x d`` inputs as the leaf's kernel sees
+            them.
         """
-        X = self._leaf_inputs(self.train_inputs[0][index])
-        K = self.covar_module.base_kernel(X).to_dense()
+        X = self._leaf_inputs(self.train_inputs[0][index], leaf)
+        K = self._leaf_kernel(X, X, leaf)
         w = rows.to(K)
-        noise = self.likelihood.noise.squeeze(-1).unsqueeze(-1)  # L x 1
+        noise = self.likelihood.noise.squeeze(-1)[leaf].unsqueeze(-1)  # B x 1
         K = K * w.unsqueeze(-1) * w.unsqueeze(-2)
         K = K + torch.diag_embed(w * noise + (1 - w))
         chol = psd_safe_cholesky(K)
-        resid = (self.train_targets[index] - self.mean_constant.unsqueeze(-1)) * w
+        resid = (self.train_targets[index] - self.mean_constant[leaf].unsqueeze(-1)) * w
         return chol, resid, X
 
     def pseudo_log_likelihood(self) -> Tensor:
         r"""The weighted pseudo-likelihood :math:`\mathcal{L}(\theta)` (the
         sum over every leaf's factors, without priors)."""
-        chol, resid, _ = self._gaussian_terms(self.factor_index, self.factor_rows)
-        alpha = torch.linalg.solve_triangular(
-            chol, resid.unsqueeze(-1), upper=False
-        ).squeeze(-1)
-        count = self.factor_rows.sum(dim=-1).to(resid)
-        loglik = -0.5 * alpha.square().sum(-1)
-        loglik = loglik - chol.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        loglik = loglik - 0.5 * count * math.log(2 * math.pi)
-        return (self.factor_weight.to(loglik) * loglik).sum()
+        total = self.mean_constant.new_zeros(())
+        for index, rows, leaf, weight in self.factor_groups():
+            chol, resid, _ = self._gaussian_terms(index, rows, leaf)
+            alpha = torch.linalg.solve_triangular(
+                chol, resid.unsqueeze(-1), upper=False
+            ).squeeze(-1)
+            loglik = -0.5 * alpha.square().sum(-1)
+            loglik = loglik - chol.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+            loglik = loglik - 0.5 * rows.sum(-1).to(loglik) * math.log(2 * math.pi)
+            total = total + (weight.to(loglik) * loglik).sum()
+        return total
 
     def train(self, mode: bool = True) -> TreedGP:
         if mode:
@@ -275,8 +336,9 @@ class TreedGP(Model, GP):
         """Cholesky factors, weights and inputs of every leaf's GP (computed
         once in eval mode, detached: gradients flow to the query points)."""
         if self._cache is None or self.training:
+            leaves = torch.arange(self.num_leaves, device=self.leaf_data_index.device)
             chol, resid, X = self._gaussian_terms(
-                self.leaf_data_index, self.leaf_data_rows
+                self.leaf_data_index, self.leaf_data_rows, leaves
             )
             alpha = torch.cholesky_solve(resid.unsqueeze(-1), chol)
             terms = (chol, alpha, X)
@@ -315,22 +377,21 @@ class TreedGP(Model, GP):
         chol, alpha, Xl = self._leaf_posterior_terms()
         Xn = self.normalize(X)
         leaf = self.partition.leaf_index(Xn)  # batch x q
-        Xq = self._leaf_inputs(Xn.unsqueeze(-3))  # batch x L|1 x q x d
-        base = self.covar_module.base_kernel
-        w = self.leaf_data_rows.to(alpha).unsqueeze(-2)  # L x 1 x m
-        Kx = base(Xq, Xl).to_dense() * w  # batch x L x q x m
-        mean = self.mean_constant.unsqueeze(-1) + (Kx @ alpha).squeeze(-1)
+        # Each point against its own leaf's data only: gathered, not looped.
+        Xq = self._leaf_inputs(Xn.unsqueeze(-2), leaf)  # batch x q x 1 x d
+        rows = self.leaf_data_rows[leaf].to(Xq).unsqueeze(-2)  # batch x q x 1 x m
+        Kx = self._leaf_kernel(Xq, Xl[leaf], leaf) * rows  # batch x q x 1 x m
+        mean = self.mean_constant[leaf] + (Kx @ alpha[leaf]).squeeze(-1).squeeze(-1)
         V = torch.linalg.solve_triangular(
-            chol.expand(*Kx.shape[:-2], *chol.shape[-2:]),
-            Kx.transpose(-1, -2),
-            upper=False,
-        )
-        cov = base(Xq).to_dense() - V.transpose(-1, -2) @ V  # batch x L x q x q
-        q = leaf.shape[-1]
-        mean = mean.gather(-2, leaf.unsqueeze(-2)).squeeze(-2)
-        pick = leaf.unsqueeze(-2).unsqueeze(-1).expand(*leaf.shape[:-1], 1, q, q)
-        cov = cov.gather(-3, pick).squeeze(-3)
-        cov = cov * (leaf.unsqueeze(-1) == leaf.unsqueeze(-2)).to(cov)
+            chol[leaf], Kx.transpose(-1, -2), upper=False
+        ).squeeze(-1)  # batch x q x m
+        # Row i of the prior covariance with leaf(x_i)'s kernel; only pairs in
+        # one leaf are kept, and there both rows use the same kernel.
+        points = Xq.squeeze(-2)  # batch x q x d
+        every = points.unsqueeze(-3).expand(*points.shape[:-1], *points.shape[-2:])
+        Kqq = self._leaf_kernel(Xq, every, leaf).squeeze(-2)  # batch x q x q
+        same = (leaf.unsqueeze(-1) == leaf.unsqueeze(-2)).to(Kqq)
+        cov = (Kqq - V @ V.transpose(-1, -2)) * same
         var = cov.diagonal(dim1=-2, dim2=-1)
         extra = var.clamp(min=MIN_VARIANCE) - var
         if observation_noise is True:

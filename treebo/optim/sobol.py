@@ -41,7 +41,7 @@ def optimize_acqf_sobol(
     num_polish: int = 5,
     batch_size: int = 2_048,
     seed: int | None = None,
-    maxiter: int = 100,
+    maxiter: int = 25,
 ) -> tuple[Tensor, Tensor]:
     r"""Maximize ``acq_function`` over a Sobol set, then polish the best.
 
