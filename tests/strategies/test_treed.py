@@ -28,13 +28,13 @@ def test_treed_loop_proposes_model_based_points_that_improve():
     result = minimize(
         _objective,
         _space(),
-        budget=16,
+        budget=12,
         model="treed",
         seed=0,
-        options=TreedOptions(num_points=2048),
+        options=TreedOptions(num_points=1024),
     )
     kinds = [t.kind for t in result.history]
-    assert kinds.count("bo") == 16 - kinds.count("initial")
+    assert kinds.count("bo") == 12 - kinds.count("initial")
     initial = min(t.value for t in result.history if t.kind == "initial")
     assert result.best_value < initial
 
