@@ -110,3 +110,10 @@ def test_bad_input_is_refused():
         build_partition(X[:, 0], y)
     with pytest.raises(ValueError, match="rows"):
         build_partition(X, y[:5])
+
+
+def test_partition_ignores_an_affine_change_of_the_outcomes():
+    X, y = _data()
+    a, b = build_partition(X, y), build_partition(X, 1e3 * y + 1e6)
+    assert torch.equal(a.feature, b.feature)
+    torch.testing.assert_close(a.threshold, b.threshold, equal_nan=True)

@@ -198,6 +198,7 @@ def build_partition(
     y = y.reshape(-1).to(X)
     if y.shape[0] != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]}.")
+    y = y - y.mean()  # sums of squares below lose no digits to an offset
     n, d = X.shape
     device = X.device
     values, order = X.T.sort(dim=-1)  # d x n
@@ -297,7 +298,7 @@ def _best_splits(
 
     gain = sse(count, s1, s2) - sse(below[0], below[1], below[2])
     gain = gain - sse(above[0], above[1], above[2])
-    gain = gain / count.clamp(min=1)  # eq. 5 times nothing: U(A) - ...
+    gain = gain / count.clamp(min=1)  # eq. 5: (SSE(A) - SSE(A') - SSE(A'')) / |A|
     valid = (
         m.bool()  # the threshold is a point of the node
         & (below[0] >= min_leaf_size)
@@ -305,8 +306,8 @@ def _best_splits(
         & (below[0] < count)  # both children are smaller than the node
         & (above[0] < count)
     )
-    scale = sse(count, s1, s2).squeeze(-1) / count.squeeze(-1).clamp(min=1)
+    spread = (sse(count, s1, s2) / count.clamp(min=1))[:, 0, 0]  # U(A)
     gain = gain.masked_fill(~valid, -torch.inf).reshape(F, d * n)
     best, flat = gain.max(dim=-1)  # first maximum: lowest feature, position
-    split = torch.isfinite(best) & (best > MIN_GAIN * scale.max(dim=-1).values)
+    split = torch.isfinite(best) & (best > MIN_GAIN * spread)
     return split, flat // n, flat % n
