@@ -35,3 +35,24 @@ def test_loop_runs_on_cuda():
         opt.tell(params, problem.objective(params))
     assert opt.last_model.train_inputs[0].device.type == "cuda"
     assert len(opt.history) == 7
+
+
+@cuda
+def test_treed_gp_on_cuda_equals_cpu():
+    from treebo.models import TreedGP
+
+    gen = torch.Generator().manual_seed(0)
+    X = torch.rand(40, 2, generator=gen, dtype=torch.float64)
+    Y = torch.where(X[:, :1] < 0.5, torch.sin(12 * X[:, 1:]), X[:, 1:])
+    Xq = torch.rand(6, 1, 2, generator=gen, dtype=torch.float64)
+    cpu = TreedGP(X, Y, warp=True)
+    gpu = TreedGP(X.cuda(), Y.cuda(), warp=True)
+    assert gpu.partition.members.device.type == "cuda"
+    assert torch.equal(gpu.partition.feature.cpu(), cpu.partition.feature)
+    with torch.no_grad():
+        torch.testing.assert_close(
+            gpu.pseudo_log_likelihood().cpu(), cpu.pseudo_log_likelihood()
+        )
+        a, b = gpu.posterior(Xq.cuda()), cpu.posterior(Xq)
+        torch.testing.assert_close(a.mean.cpu(), b.mean)
+        torch.testing.assert_close(a.variance.cpu(), b.variance)
