@@ -66,6 +66,11 @@ def fit_model(name: str, X, Y):
     for part in name.split("_")[1:]:
         if part == "warp":
             settings["warp"] = True
+        elif part == "ev":  # experiment: benchmarks/treed_split_evidence.py
+            from benchmarks.treed_split_evidence import evidence_split_test
+
+            Ys = (Y - Y.mean()) / Y.std()
+            settings["split_test"] = evidence_split_test(X, Ys)
         elif part.startswith("m"):
             settings["min_leaf_size"] = int(part[1:])
         elif part.startswith("d"):

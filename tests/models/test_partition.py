@@ -117,3 +117,19 @@ def test_partition_ignores_an_affine_change_of_the_outcomes():
     a, b = build_partition(X, y), build_partition(X, 1e3 * y + 1e6)
     assert torch.equal(a.feature, b.feature)
     torch.testing.assert_close(a.threshold, b.threshold, equal_nan=True)
+
+
+def test_a_split_test_can_veto_splits():
+    X, y = _data()
+    seen = []
+
+    def only_the_root(parents, children):
+        seen.append((parents.shape, children.shape))
+        assert bool((children.any(dim=1) == parents).all())  # children cover
+        return parents.sum(-1) == X.shape[0]
+
+    part = build_partition(X, y, split_test=only_the_root)
+    assert part.num_leaves == 2 and part.max_depth == 1
+    assert seen[0] == ((1, 60), (1, 2, 60))
+    vetoed = build_partition(X, y, split_test=lambda p, c: torch.zeros_like(p[:, 0]))
+    assert vetoed.num_leaves == 1

@@ -35,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -173,7 +174,11 @@ class TreePartition:
 
 
 def build_partition(
-    X: Tensor, y: Tensor, min_leaf_size: int = 5, max_depth: int | None = None
+    X: Tensor,
+    y: Tensor,
+    min_leaf_size: int = 5,
+    max_depth: int | None = None,
+    split_test: Callable[[Tensor, Tensor], Tensor] | None = None,
 ) -> TreePartition:
     r"""Grow the partition tree of ``X`` by uncertainty reduction on ``y``.
 
@@ -185,6 +190,10 @@ def build_partition(
         y: ``n`` (or ``n x 1``) training outcomes.
         min_leaf_size: The fewest points a child may hold.
         max_depth: The deepest a leaf may be (``None``: no limit).
+        split_test: ``split_test(parents, children) -> accept``: given the
+            ``S x n`` memberships of the nodes about to split and the
+            ``S x 2 x n`` memberships of their children, ``S`` booleans; a
+            rejected node becomes a leaf (default: accept every split).
 
     Returns:
         The :class:`TreePartition`.
@@ -224,6 +233,14 @@ def build_partition(
             split, best_f, best_k = _best_splits(
                 M, order, values, upper, lower, y_sorted, min_leaf_size
             )
+        if split_test is not None and bool(split.any()):
+            x = X.T[best_f[split]]  # S x n
+            t = values[best_f, best_k][split].unsqueeze(-1)
+            Ms = M[split]
+            children = torch.stack([Ms & (x <= t), Ms & (x >= t)], dim=1)
+            accept = split_test(Ms, children)
+            split = split.clone()
+            split[split.clone()] = accept
         F = frontier.shape[0]
         kids = torch.full((F, 2), -1, dtype=torch.long, device=device)
         num_split = int(split.sum())

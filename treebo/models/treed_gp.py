@@ -31,6 +31,7 @@ paper's Beta CDF): HTBO-WARP.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -94,6 +95,9 @@ class TreedGP(Model, GP):
             outcomes).
         outcome_transform: Applied to ``train_Y`` (default ``Standardize``;
             ``None`` for none).
+        split_test: Accepts or rejects each split while the partition grows
+            (see :func:`~treebo.models.partition.build_partition`; default:
+            every split that reduces the squared error).
 
     Attributes:
         partition: The :class:`~treebo.models.partition.TreePartition`, in
@@ -122,6 +126,7 @@ class TreedGP(Model, GP):
         max_depth: int | None = None,
         noise_floor: float = 1e-6,
         outcome_transform: Any = "DEFAULT",
+        split_test: Callable[[Tensor, Tensor], Tensor] | None = None,
     ) -> None:
         super().__init__()
         if train_X.dim() != 2 or train_Y.dim() != 2 or train_Y.shape[-1] != 1:
@@ -153,7 +158,7 @@ class TreedGP(Model, GP):
         y = train_Y.squeeze(-1)
         self.train_inputs = (X,)
         self.train_targets = y
-        self.partition = build_partition(X, y, min_leaf_size, max_depth)
+        self.partition = build_partition(X, y, min_leaf_size, max_depth, split_test)
         L = self.partition.num_leaves
         batch = torch.Size([L])
         self.covar_module = TreedLeafKernel(self.partition, dim=d)
