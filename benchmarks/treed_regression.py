@@ -66,11 +66,13 @@ def fit_model(name: str, X, Y):
     for part in name.split("_")[1:]:
         if part == "warp":
             settings["warp"] = True
-        elif part == "ev":  # experiment: benchmarks/treed_split_evidence.py
+        elif part.startswith("ev"):  # experiment: treed_split_evidence.py
             from benchmarks.treed_split_evidence import evidence_split_test
 
+            # ev: no amplitude floor; ev2 / ev3: floor 1e-2 / 1e-3
+            floor = 10.0 ** -int(part[2:]) if part[2:] else 0.0
             Ys = (Y - Y.mean()) / Y.std()
-            settings["split_test"] = evidence_split_test(X, Ys)
+            settings["split_test"] = evidence_split_test(X, Ys, floor)
         elif part.startswith("m"):
             settings["min_leaf_size"] = int(part[1:])
         elif part.startswith("d"):

@@ -22,8 +22,9 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from treebo.models.treed_gp import padded_rows
 
 
-def profile_loglik(kernel, nugget: float, X, y, masks):
-    """Profile log-likelihood (mean and amplitude maximized) of each set."""
+def profile_loglik(kernel, nugget: float, X, y, masks, floor: float = 0.0):
+    """Profile log-likelihood (mean and amplitude maximized, the amplitude at
+    least ``floor``) of each set."""
     index, rows = padded_rows(masks)
     w = rows.to(X)
     K = kernel(X[index]).to_dense() * w.unsqueeze(-1) * w.unsqueeze(-2)
@@ -44,7 +45,7 @@ def profile_loglik(kernel, nugget: float, X, y, masks):
     )
 
 
-def evidence_split_test(X, y):
+def evidence_split_test(X, y, floor: float = 0.0):
     """A ``split_test`` for ``TreedGP`` from one GP fitted to ``X`` (unit
     cube), ``y`` (standardized)."""
     gp = SingleTaskGP(X, y.reshape(-1, 1), outcome_transform=None)
@@ -60,7 +61,7 @@ def evidence_split_test(X, y):
             left = children[:, 0]
             right = children[:, 1] & ~left
             ll = profile_loglik(
-                kernel, nugget, X, y, torch.cat([parents, left, right])
+                kernel, nugget, X, y, torch.cat([parents, left, right]), floor
             ).reshape(3, -1)
             size = parents.sum(-1).to(X)
             return ll[1] + ll[2] - ll[0] > torch.log(size)
