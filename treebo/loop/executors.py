@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -143,9 +144,8 @@ class ProcessExecutor(Executor):
             try:
                 succeeded, payload = receive.recv()
             except EOFError:
-                process.join()
                 raise ChildProcessError(
-                    f"the evaluation's process exited with code {process.exitcode} "
+                    f"the evaluation's process exited with code {_exit_code(process)} "
                     "before returning a result"
                 ) from None
             process.join()
@@ -183,3 +183,19 @@ def _end(process: multiprocessing.process.BaseProcess) -> None:
     if process.exitcode is None:
         process.kill()
         process.join()
+
+
+def _exit_code(
+    process: multiprocessing.process.BaseProcess, wait: float = 5.0
+) -> int | None:
+    """The exit code of an ended ``process``.
+
+    Starting another process reaps finished children from whichever thread
+    starts it, so ``join`` can return before that thread has stored the code;
+    poll briefly for it.
+    """
+    process.join()
+    deadline = time.monotonic() + wait
+    while process.exitcode is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return process.exitcode
