@@ -352,6 +352,40 @@ class TreedGP(Model, GP):
             self._cache = tuple(t.detach() for t in terms)
         return self._cache
 
+    def _leaf_solves(self, points: Tensor, leaf: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Posterior means and whitened cross-covariances of ``P`` points.
+
+        Args:
+            points: ``P x d`` points as their leaves' kernels see them.
+            leaf: ``P`` long: the leaf of each point.
+
+        Returns:
+            ``(mean, V)``: ``P`` posterior means and ``P x m`` rows
+            :math:`L_l^{-1} k_l(X_l, x)` (zero beyond the leaf's data), so
+            that two points of one leaf have posterior covariance
+            :math:`k_l(x, x') - V_x \cdot V_{x'}`.
+        """
+        chol, alpha, Xl = self._leaf_posterior_terms()
+        L = self.num_leaves
+        order = leaf.argsort(stable=True)
+        counts = torch.bincount(leaf, minlength=L)
+        starts = counts.cumsum(0) - counts
+        sorted_leaf = leaf[order]
+        rank = torch.arange(leaf.numel(), device=leaf.device) - starts[sorted_leaf]
+        slot = torch.full(
+            (L, max(int(counts.max()), 1)), -1, dtype=torch.long, device=leaf.device
+        )
+        slot[sorted_leaf, rank] = order
+        valid = slot >= 0
+        grouped = points[slot.clamp(min=0)]  # L x N x d
+        leaves = torch.arange(L, device=leaf.device)
+        rows = self.leaf_data_rows.to(points).unsqueeze(-2)  # L x 1 x m
+        Kx = self._leaf_kernel(grouped, Xl, leaves) * rows  # L x N x m
+        mean = self.mean_constant.unsqueeze(-1) + (Kx @ alpha).squeeze(-1)
+        V = torch.linalg.solve_triangular(chol, Kx.transpose(-1, -2), upper=False)
+        back = order.argsort()  # from (leaf, rank) order back to the input's
+        return mean[valid][back], V.transpose(-1, -2)[valid][back]
+
     # ------------------------------------------------------------ posterior
     def posterior(
         self,
@@ -379,17 +413,15 @@ class TreedGP(Model, GP):
             raise ValueError(f"TreedGP has one output, got {output_indices}.")
         if self.training:
             self.eval()
-        chol, alpha, Xl = self._leaf_posterior_terms()
         Xn = self.normalize(X)
         leaf = self.partition.leaf_index(Xn)  # batch x q
-        # Each point against its own leaf's data only: gathered, not looped.
+        # Each point against its own leaf's data only. The points are sorted
+        # by leaf into an L x (most points in a leaf) layout, so that each
+        # leaf's Cholesky factor serves all of its points in one solve.
         Xq = self._leaf_inputs(Xn.unsqueeze(-2), leaf)  # batch x q x 1 x d
-        rows = self.leaf_data_rows[leaf].to(Xq).unsqueeze(-2)  # batch x q x 1 x m
-        Kx = self._leaf_kernel(Xq, Xl[leaf], leaf) * rows  # batch x q x 1 x m
-        mean = self.mean_constant[leaf] + (Kx @ alpha[leaf]).squeeze(-1).squeeze(-1)
-        V = torch.linalg.solve_triangular(
-            chol[leaf], Kx.transpose(-1, -2), upper=False
-        ).squeeze(-1)  # batch x q x m
+        mean, V = self._leaf_solves(Xq.reshape(-1, Xq.shape[-1]), leaf.reshape(-1))
+        mean = mean.reshape(leaf.shape)  # batch x q
+        V = V.reshape(*leaf.shape, -1)  # batch x q x m
         # Row i of the prior covariance with leaf(x_i)'s kernel; only pairs in
         # one leaf are kept, and there both rows use the same kernel.
         points = Xq.squeeze(-2)  # batch x q x d
