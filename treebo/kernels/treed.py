@@ -19,42 +19,36 @@ once and combined with the cell memberships in one ``einsum``.
 
 from __future__ import annotations
 
-import math
-
 import torch
-from gpytorch.constraints import GreaterThan
-from gpytorch.kernels import Kernel, MaternKernel, ScaleKernel
+from botorch.models.utils.gpytorch_modules import (
+    get_covar_module_with_dim_scaled_prior,
+)
+from gpytorch.kernels import Kernel, ScaleKernel
 from gpytorch.priors import LogNormalPrior
 from torch import Tensor
 
 from treebo.models.partition import TreePartition
 
 
-def leaf_base_kernel(num_leaves: int, dim: int, nu: float = 2.5) -> ScaleKernel:
-    r"""Matern ARD leaf kernels with batch shape ``num_leaves``.
+def leaf_base_kernel(num_leaves: int, dim: int) -> ScaleKernel:
+    r"""Matern-5/2 ARD leaf kernels with batch shape ``num_leaves``.
 
-    Lengthscales take BoTorch's dimension-scaled log-normal prior (Hvarfner et
-    al., 2024) and a lower bound of 0.025; each leaf has its own output scale
-    with a :math:`\mathrm{LogNormal}(0, 1)` prior.
+    Lengthscales are BoTorch's default for ``SingleTaskGP``
+    (``get_covar_module_with_dim_scaled_prior``: the dimension-scaled
+    log-normal prior of Hvarfner et al., 2024, and a lower bound of 0.025);
+    each leaf has its own output scale with a :math:`\mathrm{LogNormal}(0, 1)`
+    prior.
 
     Args:
         num_leaves: ``L``.
         dim: ``d``, the input dimension.
-        nu: Matern smoothness (paper 003 uses 5/2).
 
     Returns:
         A ``ScaleKernel`` over a ``MaternKernel``, both of batch shape ``L``.
     """
     batch = torch.Size([num_leaves])
-    prior = LogNormalPrior(loc=math.sqrt(2) + 0.5 * math.log(dim), scale=math.sqrt(3))
-    matern = MaternKernel(
-        nu=nu,
-        ard_num_dims=dim,
-        batch_shape=batch,
-        lengthscale_prior=prior,
-        lengthscale_constraint=GreaterThan(
-            2.5e-2, transform=None, initial_value=prior.mode
-        ),
+    matern = get_covar_module_with_dim_scaled_prior(
+        ard_num_dims=dim, batch_shape=batch, use_rbf_kernel=False
     )
     return ScaleKernel(
         matern, batch_shape=batch, outputscale_prior=LogNormalPrior(0.0, 1.0)

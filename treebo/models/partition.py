@@ -233,32 +233,30 @@ def build_partition(
             split, best_f, best_k = _best_splits(
                 M, order, values, upper, lower, y_sorted, min_leaf_size
             )
+        thr = values[best_f, best_k]
+        # The children of every candidate split: S x 2 x n memberships.
+        x = X.T[best_f[split]]
+        t = thr[split].unsqueeze(-1)
+        Ms = M[split]
+        children = torch.stack([Ms & (x <= t), Ms & (x >= t)], dim=1)
         if split_test is not None and bool(split.any()):
-            x = X.T[best_f[split]]  # S x n
-            t = values[best_f, best_k][split].unsqueeze(-1)
-            Ms = M[split]
-            children = torch.stack([Ms & (x <= t), Ms & (x >= t)], dim=1)
             accept = split_test(Ms, children)
+            children = children[accept]
             split = split.clone()
-            split[split.clone()] = accept
+            split[split.nonzero().squeeze(-1)] = accept
         F = frontier.shape[0]
         kids = torch.full((F, 2), -1, dtype=torch.long, device=device)
         num_split = int(split.sum())
         kids[split] = (
             torch.arange(2 * num_split, device=device).reshape(-1, 2) + next_node
         )
-        thr = values[best_f, best_k]
         feature.append(torch.where(split, best_f, -1))
         threshold.append(torch.where(split, thr, torch.nan))
         left.append(kids[:, 0])
         right.append(kids[:, 1])
         if not num_split:
             break
-        x = X.T[best_f[split]]  # S x n: the split feature of each split node
-        t = thr[split].unsqueeze(-1)
-        Ms = M[split]
-        child = torch.stack([Ms & (x <= t), Ms & (x >= t)], dim=1).reshape(-1, n)
-        members.append(child)
+        members.append(children.reshape(-1, n))
         parent.extend(frontier[split].repeat_interleave(2).tolist())
         depth.extend([level + 1] * (2 * num_split))
         frontier = kids[split].reshape(-1)
