@@ -36,6 +36,7 @@ from torch import Tensor
 
 from treebo.kernels.add_tree import AddTreeKernel
 from treebo.kernels.options import AddTreeKernelOptions
+from treebo.models.cached_solve import CachedSolveMixin
 from treebo.structure import HierarchicalDependencies, TreeStructure
 
 
@@ -108,7 +109,7 @@ class _MomentPosterior(GPyTorchPosterior):
         return self._moments[1]
 
 
-class AddTreeGP(SingleTaskGP):
+class AddTreeGP(CachedSolveMixin, SingleTaskGP):
     r"""Single-task exact GP with an :class:`AddTreeKernel`.
 
     A drop-in replacement for
@@ -222,7 +223,6 @@ class AddTreeGP(SingleTaskGP):
             input_transform=input_transform,
             outcome_transform=outcome_transform,
         )
-        self._vertex_cache: dict[str, Tensor] | None = None
 
     @classmethod
     def construct_inputs(
@@ -277,51 +277,6 @@ class AddTreeGP(SingleTaskGP):
         """The dependencies in the user's (untransformed) input space."""
         return self._original_dependencies
 
-    def train(self, mode: bool = True) -> AddTreeGP:
-        self._vertex_cache = None
-        return super().train(mode)
-
-    def _vertex_solve_cache(self) -> dict[str, Tensor]:
-        """Cholesky factor of ``K + noise`` and ``alpha`` (cached in eval mode)."""
-        if self._vertex_cache is not None and not self.training:
-            return self._vertex_cache
-        X = self.train_inputs[0]
-        y = self.train_targets  # *b x n (m = 1)
-        K = self.covar_module(X).to_dense()
-        noise = self.likelihood.noise
-        if noise.shape[-1] != K.shape[-1]:
-            noise = noise.expand(*noise.shape[:-1], K.shape[-1])
-        K_hat = K + torch.diag_embed(noise)
-        L = torch.linalg.cholesky(K_hat)
-        mean = self.mean_module(X)
-        alpha = torch.cholesky_solve((y - mean).unsqueeze(-1), L).squeeze(-1)
-        cache = {"X": X, "L": L, "alpha": alpha, "constant": mean[..., 0]}
-        if not self.training:
-            # Eval mode: hyper-parameters are fixed, so the cache is detached
-            # (gradients flow to the query points only).
-            cache = {k: v.detach() for k, v in cache.items()}
-            self._vertex_cache = cache
-        return cache
-
-    def outcome_scale(self) -> tuple[Tensor, Tensor] | None:
-        """``(std, loc)`` of the Standardize outcome transform, if there is one."""
-        if not hasattr(self, "outcome_transform"):
-            return None
-        ot = self.outcome_transform
-        if not isinstance(ot, Standardize):
-            raise NotImplementedError(
-                "vertex and fast posteriors support the Standardize outcome "
-                f"transform only, got {type(ot).__name__}."
-            )
-        return ot.stdvs[..., 0, 0], ot.means[..., 0, 0]
-
-    def _untransform_moments(self, mean: Tensor, var: Tensor) -> tuple[Tensor, Tensor]:
-        scale = self.outcome_scale()
-        if scale is None:
-            return mean, var
-        std, loc = scale
-        return mean * std[..., None] + loc[..., None], var * std.pow(2)[..., None]
-
     def posterior_mean_variance(self, X: Tensor) -> tuple[Tensor, Tensor]:
         r"""Latent posterior mean and variance, from one cached Cholesky factor.
 
@@ -340,7 +295,7 @@ class AddTreeGP(SingleTaskGP):
             raise NotImplementedError("posterior_mean_variance supports one outcome.")
         if self.training:
             raise RuntimeError("call model.eval() before posterior_mean_variance.")
-        cache = self._vertex_solve_cache()
+        cache = self.solve_cache()
         Z = self.transform_inputs(X) if hasattr(self, "input_transform") else X
         kernel = self.covar_module
         kzx = kernel.forward(Z, cache["X"])  # batch x q x n
@@ -350,7 +305,7 @@ class AddTreeGP(SingleTaskGP):
             cache["L"], kzx.transpose(-1, -2), upper=False
         )
         var = (kernel.forward(Z, Z, diag=True) - w.pow(2).sum(-2)).clamp_min(0.0)
-        return self._untransform_moments(mean, var)
+        return self.untransform_moments(mean, var)
 
     def posterior(
         self,
@@ -396,12 +351,7 @@ class AddTreeGP(SingleTaskGP):
 
     def vertex_offset(self) -> Tensor:
         """The constant that completes the sum of vertex means (original scale)."""
-        offset = self._vertex_solve_cache()["constant"]
-        scale = self.outcome_scale()
-        if scale is not None:
-            std, loc = scale
-            offset = offset * std + loc
-        return offset
+        return self.constant_offset()
 
     def vertex_posterior(self, X: Tensor) -> VertexPosterior:
         r"""Posterior mean and variance of every vertex component, all at once.
@@ -419,23 +369,10 @@ class AddTreeGP(SingleTaskGP):
         """
         if self.num_outputs != 1:
             raise NotImplementedError("vertex_posterior supports one outcome.")
-        cache = self._vertex_solve_cache()
+        cache = self.solve_cache()
         Z = self.transform_inputs(X) if hasattr(self, "input_transform") else X
         kzx = self.covar_module.vertex_covariance(Z, cache["X"])  # *b x r x V x n
-        mean = kzx @ cache["alpha"].unsqueeze(-1).unsqueeze(-3)  # *b r V 1
-        mean = mean.squeeze(-1)
-        L = cache["L"]
-        lead = kzx.shape[:-1]
-        # Solve L w = k_v(X, z) for all (r, V) at once.
-        rhs = kzx.reshape(*lead[:-2], -1, kzx.shape[-1]).transpose(-1, -2)
-        w = torch.linalg.solve_triangular(L, rhs, upper=False)
-        reduction = w.pow(2).sum(-2).reshape(lead)
-        prior = self.covar_module.vertex_prior_variance()
-        var = (prior.unsqueeze(-2) - reduction).clamp_min(0.0)
-        scale = self.outcome_scale()
-        if scale is not None:
-            std, _ = scale
-            mean = mean * std[..., None, None]
-            var = var * std.pow(2)[..., None, None]
+        prior = self.covar_module.vertex_prior_variance().unsqueeze(-2)
+        mean, var = self.component_moments(kzx, prior, component_dims=2)
         offset = self.vertex_offset()
         return VertexPosterior(mean=mean, variance=var, offset=offset)

@@ -1,0 +1,127 @@
+r"""A cached Cholesky solve for models that report additive components.
+
+:class:`~treebo.models.AddTreeGP` (vertex components) and
+:class:`~treebo.models.TreeAdditiveGP` (edge and variable components) give the
+posterior of each component of their kernel separately. Both need the same
+pieces of the exact GP posterior, computed once per set of hyper-parameters:
+
+.. math::
+
+    \hat K = L L^\top = K(X, X) + \mathrm{diag}(\sigma^2_n), \qquad
+    \alpha = \hat K^{-1} (y - c),
+
+with :math:`c` the constant mean, and for a component :math:`k_G`,
+:math:`\mu_G(x) = k_G(x, X)\alpha` and
+:math:`\sigma^2_G(x) = k_G(x, x) - \lVert L^{-1} k_G(X, x) \rVert^2`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from botorch.models.transforms.outcome import Standardize
+from torch import Tensor
+
+
+class CachedSolveMixin:
+    """Adds :meth:`solve_cache`, :meth:`outcome_scale` and :meth:`constant_offset`.
+
+    Mix into a ``SingleTaskGP`` subclass (before it in the bases). In eval mode
+    the cache is kept and detached (hyper-parameters are constants; gradients
+    flow to query points only); ``train()`` and ``eval()`` drop it.
+    """
+
+    _cached_solve: dict[str, Tensor] | None = None
+
+    def train(self, mode: bool = True) -> Any:
+        self._cached_solve = None
+        return super().train(mode)
+
+    def solve_cache(self) -> dict[str, Tensor]:
+        """``{"X", "L", "alpha", "constant"}`` of the training data (see module)."""
+        if self._cached_solve is not None and not self.training:
+            return self._cached_solve
+        X = self.train_inputs[0]
+        y = self.train_targets  # *b x n (m = 1)
+        K = self.covar_module(X).to_dense()
+        noise = self.likelihood.noise
+        if noise.shape[-1] != K.shape[-1]:
+            noise = noise.expand(*noise.shape[:-1], K.shape[-1])
+        L = torch.linalg.cholesky(K + torch.diag_embed(noise))
+        mean = self.mean_module(X)
+        alpha = torch.cholesky_solve((y - mean).unsqueeze(-1), L).squeeze(-1)
+        cache = {"X": X, "L": L, "alpha": alpha, "constant": mean[..., 0]}
+        if not self.training:
+            cache = {k: v.detach() for k, v in cache.items()}
+            self._cached_solve = cache
+        return cache
+
+    def outcome_scale(self) -> tuple[Tensor, Tensor] | None:
+        """``(std, loc)`` of the Standardize outcome transform, if there is one."""
+        if not hasattr(self, "outcome_transform"):
+            return None
+        ot = self.outcome_transform
+        if not isinstance(ot, Standardize):
+            raise NotImplementedError(
+                "component posteriors support the Standardize outcome transform "
+                f"only, got {type(ot).__name__}."
+            )
+        return ot.stdvs[..., 0, 0], ot.means[..., 0, 0]
+
+    def untransform_moments(
+        self, mean: Tensor, var: Tensor, component_dims: int = 1
+    ) -> tuple[Tensor, Tensor]:
+        """Means and variances (``batch_shape x ...``) on the original scale.
+
+        ``component_dims`` is the number of trailing dimensions after the
+        model's batch dimensions.
+        """
+        scale = self.outcome_scale()
+        if scale is None:
+            return mean, var
+        std, loc = scale
+        std = std.reshape(*std.shape, *([1] * component_dims))
+        loc = loc.reshape(*loc.shape, *([1] * component_dims))
+        return mean * std + loc, var * std.square()
+
+    def component_moments(
+        self, k: Tensor, prior_variance: Tensor, component_dims: int
+    ) -> tuple[Tensor, Tensor]:
+        r"""Posterior means and variances of components, original outcome scale.
+
+        Args:
+            k: ``batch_shape x *c x n`` covariances of each component at each
+                query with the training inputs, where ``*c`` has
+                ``component_dims`` dimensions and ``batch_shape`` is the model's.
+            prior_variance: ``k_G(x, x)``, broadcastable to ``batch_shape x *c``.
+            component_dims: ``len(*c)``.
+
+        Returns:
+            ``(mean, variance)``, each ``batch_shape x *c``: ``k alpha`` and
+            ``k_G(x, x) - ||L^{-1} k||^2`` (clamped at zero), scaled by the
+            outcome transform's standard deviation (no shift: see
+            :meth:`constant_offset`).
+        """
+        cache = self.solve_cache()
+        n = k.shape[-1]
+        lead = k.shape[:-1]
+        batch = lead[: len(lead) - component_dims]
+        mean = (k.reshape(*batch, -1, n) @ cache["alpha"].unsqueeze(-1)).reshape(lead)
+        rhs = k.reshape(*batch, -1, n).transpose(-1, -2)
+        w = torch.linalg.solve_triangular(cache["L"], rhs, upper=False)
+        var = (prior_variance - w.square().sum(-2).reshape(lead)).clamp_min(0.0)
+        scale = self.outcome_scale()
+        if scale is None:
+            return mean, var
+        std = scale[0].reshape(*scale[0].shape, *([1] * component_dims))
+        return mean * std, var * std.square()
+
+    def constant_offset(self) -> Tensor:
+        """The constant that completes a sum of component means (original scale)."""
+        offset = self.solve_cache()["constant"]
+        scale = self.outcome_scale()
+        if scale is not None:
+            std, loc = scale
+            offset = offset * std + loc
+        return offset
