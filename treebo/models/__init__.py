@@ -8,11 +8,19 @@ from treebo.models.fit import (
     noise_floor_likelihood_options,
 )
 from treebo.models.partition import TreePartition, build_partition
+from treebo.models.tree_additive_gp import (
+    ComponentPosterior,
+    GridPosterior,
+    TreeAdditiveGP,
+)
 from treebo.models.treed_gp import TreedGP, WeightedPseudoLikelihood
 
 __all__ = [
     "FIT_CRITERIA",
     "AddTreeGP",
+    "ComponentPosterior",
+    "GridPosterior",
+    "TreeAdditiveGP",
     "TreePartition",
     "TreedGP",
     "VertexPosterior",
