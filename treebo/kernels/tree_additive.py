@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 
 import torch
-from gpytorch.constraints import GreaterThan, Interval, Positive
+from gpytorch.constraints import GreaterThan, Interval
 from gpytorch.kernels import Kernel
 from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
@@ -118,8 +118,12 @@ class TreeAdditiveKernel(Kernel):
             :math:`\mathrm{LogNormal}(\sqrt2 + \tfrac12\log 2, \sqrt3)`.
         lengthscale_constraint: Default: greater than 0.025, starting at the
             prior's mode (as BoTorch's ``SingleTaskGP``).
-        scale_prior: Prior on each :math:`\sigma_i` (default none).
-        scale_constraint: Default: positive.
+        scale_prior: Prior on each :math:`\sigma_i`. Default
+            :math:`\mathrm{LogNormal}(-\log d, \sqrt3)`: a fully additive
+            model with equal scales then has prior variance one, as
+            standardized outcomes do, and no scale collapses to zero on few
+            data.
+        scale_constraint: Default: greater than ``1e-5``.
         batch_shape: Batch shape of the hyper-parameters.
 
     Shapes: ``x1`` is ``batch_shape x n x d``, ``x2`` is ``batch_shape x m x d``;
@@ -161,6 +165,8 @@ class TreeAdditiveKernel(Kernel):
             lengthscale_constraint = GreaterThan(
                 2.5e-2, transform=None, initial_value=lengthscale_prior.mode
             )
+        if scale_prior is None:
+            scale_prior = LogNormalPrior(loc=-math.log(dim), scale=math.sqrt(3.0))
         batch_shape = torch.Size([]) if batch_shape is None else batch_shape
         super().__init__(
             ard_num_dims=dim,
@@ -174,15 +180,15 @@ class TreeAdditiveKernel(Kernel):
             "raw_scale", torch.nn.Parameter(torch.zeros(*batch_shape, dim))
         )
         self.register_constraint(
-            "raw_scale", Positive() if scale_constraint is None else scale_constraint
+            "raw_scale",
+            GreaterThan(1e-5) if scale_constraint is None else scale_constraint,
         )
-        if scale_prior is not None:
-            self.register_prior(
-                "scale_prior",
-                scale_prior,
-                lambda m: m.scale,
-                lambda m, v: m._set_scale(v),
-            )
+        self.register_prior(
+            "scale_prior",
+            scale_prior,
+            lambda m: m.scale,
+            lambda m, v: m._set_scale(v),
+        )
         # Equal scales whose component variances sum to one for a fully additive
         # structure (standardized outcomes).
         self._set_scale(torch.full_like(self.raw_scale, 1.0 / dim))

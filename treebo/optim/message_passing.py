@@ -37,7 +37,8 @@ def message_passing_discrete(
             its second at ``j`` (columns of ``edges``, as given).
         edges: ``E x 2`` forest (see :func:`~treebo.forest.check_forest`), or a
             :class:`~treebo.forest.ForestSchedule` built from it once and
-            reused across calls.
+            reused across calls (then ``pairwise`` is read with the smaller
+            variable of each edge first, as the schedule stores it).
 
     Returns:
         ``(index, value)``: ``batch_shape x d`` long grid indices of a maximizer
@@ -58,18 +59,18 @@ def message_passing_discrete(
             )
     else:
         schedule = ForestSchedule.from_edges(edges, d)
-        if edges is not None and isinstance(edges, Tensor) and edges.numel():
-            # Keep the caller's column order: check_forest sorted each row.
-            flipped = edges.detach().cpu()[:, 0] > edges.detach().cpu()[:, 1]
-            pairwise = torch.where(
-                flipped.to(pairwise.device)[:, None, None],
-                pairwise.transpose(-1, -2),
-                pairwise,
-            )
     if pairwise.shape[-3:] != (schedule.num_edges, R, R):
         raise ValueError(
             f"pairwise must be batch_shape x {schedule.num_edges} x {R} x {R}, "
             f"got {tuple(pairwise.shape)}."
+        )
+    if edges is not None and not isinstance(edges, ForestSchedule) and len(edges):
+        # Read the tables in the caller's column order (the schedule's edges
+        # have the smaller variable first).
+        edges = torch.as_tensor(edges).detach().cpu()
+        flipped = (edges[:, 0] > edges[:, 1]).to(pairwise.device)
+        pairwise = torch.where(
+            flipped[:, None, None], pairwise.transpose(-1, -2), pairwise
         )
     schedule = schedule.to(unary.device)
     batch = torch.broadcast_shapes(unary.shape[:-2], pairwise.shape[:-3])

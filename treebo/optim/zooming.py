@@ -9,7 +9,10 @@ each cell, the grid of representatives is maximized exactly, and every
 variable's interval shrinks to the cell of its chosen representative. After
 ``L`` levels the resolution is :math:`R^{-L}` of the box, at a cost of
 :math:`O(L (d R + E R^2))` acquisition terms instead of :math:`R^{dL}`.
-Independent restarts (different representatives) run as one batch.
+Restarts run as one batch: the first takes the cell midpoints as
+representatives (which zooms exactly onto the peak of a separable unimodal
+function), the others uniformly random points in each cell, the randomized
+strategy of the paper (which can recover from a midpoint grid's blind spots).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ def optimize_acqf_zooming(
         bounds: ``2 x d`` box.
         grid_size: ``R``, cells per variable and level.
         num_levels: ``L``, zoom levels.
-        num_restarts: Independent randomizations, run as one batch.
+        num_restarts: Zooming runs in the batch: cell midpoints, then
+            ``num_restarts - 1`` randomized ones.
         seed: Seed of the representatives.
 
     Returns:
@@ -82,6 +86,7 @@ def optimize_acqf_zooming(
         for _ in range(num_levels):
             cells = low.unsqueeze(-1) + width.unsqueeze(-1) * steps  # B x d x R
             u = torch.rand(num_restarts, d, R, generator=generator).to(bounds)
+            u[0] = 0.5
             grid = cells + width.unsqueeze(-1) * u
             unary, pairwise = acq_function.grid_values(grid)
             index, value = message_passing_discrete(unary, pairwise, schedule)

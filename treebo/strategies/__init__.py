@@ -18,6 +18,10 @@ from treebo.strategies.options import (
     AddTreeUCBOptions,
     LocalStepOptions,
 )
+from treebo.strategies.tree_additive import (
+    TreeAdditiveOptions,
+    TreeAdditiveStrategy,
+)
 from treebo.strategies.treed import TreedOptions, TreedStrategy
 
 __all__ = [
@@ -30,6 +34,8 @@ __all__ = [
     "Observations",
     "Proposal",
     "Strategy",
+    "TreeAdditiveOptions",
+    "TreeAdditiveStrategy",
     "TreedOptions",
     "TreedStrategy",
     "make_strategy",

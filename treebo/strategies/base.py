@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import torch
 from torch import Tensor
 
-from treebo.space import TreeSpace
+from treebo.space import ConfigurationError, TreeSpace
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,25 @@ class Strategy(ABC):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` returned."""
         del state  # stateless by default
+
+
+def require_real_parameters(space: TreeSpace, model: str) -> None:
+    """Refuse a space with any parameter that is not a :class:`~treebo.Real`.
+
+    Raises:
+        ConfigurationError: Naming the first such parameter and ``model``.
+    """
+    others = [
+        space.parameter_names[c]
+        for c in space.choice_columns
+        + space.integer_columns
+        + space.categorical_columns
+    ]
+    if others:
+        raise ConfigurationError(
+            f"model={model!r} takes spaces of real parameters only; "
+            f"{others[0]!r} is not a real parameter."
+        )
 
 
 STRATEGIES: dict[str, type[Strategy]] = {}

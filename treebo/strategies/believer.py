@@ -13,23 +13,24 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+from botorch.models.model import Model
 from torch import Tensor
 
-from treebo.models.add_tree_gp import AddTreeGP
 from treebo.strategies.fitting import raw_hyperparameters
 
 
 def believe_pending(
-    model: AddTreeGP,
+    model: Model,
     X: Tensor,
     y: Tensor,
     X_pending: Tensor,
-    rebuild: Callable[[Tensor, Tensor, float], AddTreeGP],
-) -> tuple[AddTreeGP, Tensor, Tensor]:
+    rebuild: Callable[[Tensor, Tensor, float], Model],
+) -> tuple[Model, Tensor, Tensor]:
     """Condition ``model`` on ``X_pending`` at its own posterior mean.
 
     Args:
-        model: A fitted :class:`AddTreeGP` of ``X``, ``y``, in eval mode.
+        model: A fitted single-outcome GP of ``X``, ``y`` with a Gaussian
+            likelihood (e.g. :class:`~treebo.models.AddTreeGP`), in eval mode.
         X: ``n x d`` training inputs.
         y: ``n x 1`` training targets.
         X_pending: ``p x d`` pending configurations.
@@ -59,7 +60,7 @@ def believe_pending(
         (torch.Size([9, 9]), torch.Size([9, 1]))
     """
     with torch.no_grad():
-        mean, _ = model.posterior_mean_variance(X_pending.to(X))
+        mean = model.posterior(X_pending.to(X)).mean
     X_aug = torch.cat([X, X_pending.to(X)])
     y_aug = torch.cat([y, mean.reshape(-1, 1)])
     floor = model.likelihood.noise_covar.raw_noise_constraint.lower_bound

@@ -30,6 +30,8 @@ class WarmStartFit:
     Args:
         warm_start: Start each fit from the previous hyper-parameters.
         criterion: ``"mll"`` or ``"loo"`` (see :func:`~treebo.models.fit_model`).
+        **fit_kwargs: Passed to :func:`~treebo.models.fit_model` (e.g.
+            ``optimizer_kwargs={"options": {"maxiter": 50}}``).
 
     Example:
         >>> from treebo.models import AddTreeGP, noise_floor_likelihood
@@ -48,9 +50,12 @@ class WarmStartFit:
         True
     """
 
-    def __init__(self, warm_start: bool = True, criterion: str = "mll") -> None:
+    def __init__(
+        self, warm_start: bool = True, criterion: str = "mll", **fit_kwargs: Any
+    ) -> None:
         self.warm_start = warm_start
         self.criterion = criterion
+        self.fit_kwargs = fit_kwargs
         self.state: dict[str, torch.Tensor] | None = None
 
     def fit(self, build: Callable[[float], Model], noise_floor: float) -> Model:
@@ -73,7 +78,7 @@ class WarmStartFit:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fit_model(model, self.criterion)
+                    fit_model(model, self.criterion, **self.fit_kwargs)
                 if not all(bool(t.isfinite().all()) for t in model.parameters()):
                     raise ModelFittingError("the fit ended at non-finite values")
                 break

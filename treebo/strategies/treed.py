@@ -26,9 +26,14 @@ from botorch.sampling import SobolQMCNormalSampler
 
 from treebo.models.treed_gp import TreedGP, WeightedPseudoLikelihood
 from treebo.optim.sobol import optimize_acqf_sobol
-from treebo.parameters import ConfigurationError
 from treebo.space import TreeSpace
-from treebo.strategies.base import Observations, Proposal, Strategy, register_strategy
+from treebo.strategies.base import (
+    Observations,
+    Proposal,
+    Strategy,
+    register_strategy,
+    require_real_parameters,
+)
 from treebo.strategies.options import _check_count, _check_positive
 
 
@@ -105,17 +110,7 @@ class TreedStrategy(Strategy):
         self.timings: dict[str, float] = {}
 
     def validate_space(self, space: TreeSpace) -> None:
-        others = [
-            space.parameter_names[c]
-            for c in space.choice_columns
-            + space.integer_columns
-            + space.categorical_columns
-        ]
-        if others:
-            raise ConfigurationError(
-                "model='treed' takes spaces of real parameters only; "
-                f"{others[0]!r} is not a real parameter."
-            )
+        require_real_parameters(space, self.name)
 
     def fit(self, observations: Observations) -> TreedGP:
         """Build and fit the treed GP of the observations."""

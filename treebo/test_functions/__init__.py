@@ -1,6 +1,8 @@
 """Test problems in BoTorch's ``SyntheticTestFunction`` style: tree-structured,
-a real model-selection task, and non-stationary functions."""
+a real model-selection task, non-stationary functions, and functions drawn
+from additive GPs over a graph."""
 
+from treebo.test_functions.additive import AdditiveGPFunction, additive_graph
 from treebo.test_functions.jenatton import (
     GeneralizedJenatton,
     Jenatton,
@@ -12,9 +14,11 @@ from treebo.test_functions.nonstationary import RKHS, Exp2D
 
 __all__ = [
     "RKHS",
+    "AdditiveGPFunction",
     "Exp2D",
     "GeneralizedJenatton",
     "Jenatton",
+    "additive_graph",
     "ModelSelection",
     "generalized_jenatton_space",
     "jenatton_space",
