@@ -1,6 +1,12 @@
 """treebo: Bayesian optimization over tree-structured problems, on BoTorch."""
 
-from treebo.loop import OptimizationResult, TreeOptimizer, Trial, minimize
+from treebo.loop import (
+    OptimizationResult,
+    TreeOptimizer,
+    Trial,
+    minimize,
+    minimize_box,
+)
 from treebo.space import (
     Categorical,
     Choice,
@@ -27,4 +33,5 @@ __all__ = [
     "Trial",
     "Vertex",
     "minimize",
+    "minimize_box",
 ]

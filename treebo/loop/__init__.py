@@ -18,6 +18,7 @@ evaluation is appended to a journal as soon as it is told, and a run started
 with the same path and settings resumes from it exactly.
 """
 
+from treebo.loop.box import BoxResult, box_space, minimize_box
 from treebo.loop.checkpoint import CHECKPOINT_VERSION, CheckpointMismatchError
 from treebo.loop.design import initial_design
 from treebo.loop.executors import EvaluationTimeout, ProcessExecutor
@@ -26,6 +27,7 @@ from treebo.loop.optimizer import TreeOptimizer
 from treebo.loop.run import minimize
 
 __all__ = [
+    "BoxResult",
     "CHECKPOINT_VERSION",
     "CheckpointMismatchError",
     "EvaluationTimeout",
@@ -34,6 +36,8 @@ __all__ = [
     "ProcessExecutor",
     "TreeOptimizer",
     "Trial",
+    "box_space",
     "initial_design",
     "minimize",
+    "minimize_box",
 ]

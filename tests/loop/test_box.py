@@ -1,0 +1,47 @@
+import math
+
+import pytest
+import torch
+
+from treebo import ConfigurationError, minimize_box
+from treebo.loop import box_space
+
+
+def test_tensors_in_the_result_match_the_history():
+    bounds = torch.tensor([[-1.0, 0.0, 2.0], [1.0, 5.0, 3.0]])
+    seen = []
+
+    def objective(x):
+        seen.append(x.clone())
+        if x[1] > 4.0:
+            raise RuntimeError("out of range")
+        return (x - bounds.mean(0).double()).square().sum()
+
+    result = minimize_box(objective, bounds, budget=10, seed=0, model="add_tree")
+    assert result.X.shape == (10, 3) and torch.equal(result.X, torch.stack(seen))
+    failed = result.Y.isnan()
+    assert failed.tolist() == [x[1] > 4.0 for x in seen]
+    assert (result.X >= bounds[0]).all() and (result.X <= bounds[1]).all()
+    best = int(result.Y.nan_to_num(math.inf).argmin())
+    assert torch.equal(result.best_x, result.X[best])
+    assert result.best_value == pytest.approx(float(result.Y[best]))
+
+
+def test_an_objective_returning_several_values_fails_its_trials():
+    bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
+    result = minimize_box(lambda x: x, bounds, budget=3, seed=0, model="add_tree")
+    assert result.best_x is None and result.Y.isnan().all()
+    assert "one value" in result.history[0].error
+
+
+@pytest.mark.parametrize(
+    "bounds, name",
+    [
+        ([[0.0, 1.0], [1.0, 1.0]], "'x1'"),
+        ([[0.0, float("inf")], [1.0, 2.0]], "'x1'"),
+        ([[0.0, 1.0]], "2 x d"),
+    ],
+)
+def test_bad_bounds_are_refused_by_name(bounds, name):
+    with pytest.raises(ConfigurationError, match=name):
+        box_space(torch.tensor(bounds))
