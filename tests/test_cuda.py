@@ -56,3 +56,31 @@ def test_treed_gp_on_cuda_equals_cpu():
         a, b = gpu.posterior(Xq.cuda()), cpu.posterior(Xq)
         torch.testing.assert_close(a.mean.cpu(), b.mean)
         torch.testing.assert_close(a.variance.cpu(), b.variance)
+
+
+@cuda
+def test_tree_additive_family_on_cuda_equals_cpu():
+    from treebo.acquisition import TreeAdditiveUCB
+    from treebo.models import TreeAdditiveGP, learn_tree_structure
+    from treebo.optim import optimize_acqf_zooming
+
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(40, 6, generator=g, dtype=torch.float64)
+    Y = torch.sin(4 * X[:, :1] * X[:, 1:2]) + X[:, 2:].sum(-1, keepdim=True)
+    edges = torch.tensor([[0, 1], [2, 3]])
+    results = {}
+    for device in ("cpu", "cuda"):
+        model = TreeAdditiveGP(X.to(device), Y.to(device), edges=edges).eval()
+        Q = X[:5].to(device)
+        post = model.component_posterior(Q)
+        learned = learn_tree_structure(model, num_samples=64, seed=0)
+        acqf = TreeAdditiveUCB(model, beta=1.0)
+        bounds = torch.tensor([[0.0] * 6, [1.0] * 6], dtype=torch.float64)
+        x, value = optimize_acqf_zooming(acqf, bounds.to(device), seed=0)
+        assert x.device.type == device
+        results[device] = (post.mean.detach().cpu(), learned, x.cpu(), value.cpu())
+    cpu, gpu = results["cpu"], results["cuda"]
+    torch.testing.assert_close(gpu[0], cpu[0])
+    assert torch.equal(gpu[1], cpu[1])
+    torch.testing.assert_close(gpu[2], cpu[2])
+    torch.testing.assert_close(gpu[3], cpu[3])

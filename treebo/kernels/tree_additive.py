@@ -34,76 +34,100 @@ from treebo.forest import check_forest
 
 # Elements of one chunk's batch x components x n x m temporaries.
 _CHUNK_ELEMENTS = 1 << 22
+# Largest batch x components x n x m of exponentials kept for the backward pass.
+_SAVED_ELEMENTS = 1 << 25
 
 
-def _component_exponent(
-    A: Tensor, B: Tensor, first: Tensor, second: Tensor, paired: Tensor
-) -> Tensor:
-    """``b x c x n x m`` exponents :math:`-\\frac12 \\sum_{i \\in G} (a_i - b_i)^2`."""
-    d1 = A[:, first, :, None] - B[:, first, None, :]
-    d2 = A[:, second, :, None] - B[:, second, None, :]
-    sq = d1.square_().add_(d2.square_().mul_(paired[:, None, None]))
+def _component_exponent(A: Tensor, B: Tensor, first: Tensor, second: Tensor) -> Tensor:
+    """``b x c x n x m`` exponents :math:`-\\frac12 \\sum_{i \\in G} (a_i - b_i)^2`.
+
+    ``second`` (``p <= c``) holds the second variable of the first ``p``
+    components (the edges); the others have one variable.
+    """
+    sq = (A[:, first, :, None] - B[:, first, None, :]).square_()
+    p = second.shape[0]
+    if p:
+        sq[:, :p] += (A[:, second, :, None] - B[:, second, None, :]).square_()
     return sq.mul_(-0.5)
+
+
+def _grad_inputs(
+    Q: Tensor, A: Tensor, B: Tensor, var: Tensor, gA: Tensor | None, gB: Tensor | None
+) -> None:
+    r"""Add the gradients of ``sum Q * exp(...)`` through variables ``var``.
+
+    With :math:`Q_c = s_c\,G \odot E_c`, :math:`\partial/\partial a_{n}
+    = -\sum_m Q_{nm}(a_n - b_m)` and :math:`\partial/\partial b_{m} =
+    \sum_n Q_{nm}(a_n - b_m)`: row sums and matrix-vector products.
+    """
+    a, b = A[:, var], B[:, var]  # b x c x n, b x c x m
+    if gA is not None:
+        ga = (Q @ b.unsqueeze(-1)).squeeze(-1) - a * Q.sum(-1)
+        gA.index_add_(1, var, ga)
+    if gB is not None:
+        gb = (a.unsqueeze(-2) @ Q).squeeze(-2) - b * Q.sum(-2)
+        gB.index_add_(1, var, gb)
 
 
 class _ComponentGram(torch.autograd.Function):
     r"""``K = sum_c s_c exp(-1/2 sum_{i in G_c} (A_i - B_i)^2)``, chunked.
 
     Inputs: scaled inputs ``A`` (``b x d x n``) and ``B`` (``b x d x m``),
-    component scales ``s`` (``b x C``), and per component its first and second
-    variable and whether the second is used (``C`` each). Output ``b x n x m``.
-    The backward pass recomputes each chunk's exponentials and reduces them
-    with the incoming gradient to ``b x d x n`` and ``b x d x m`` gradients by
-    row sums and matrix-vector products, never holding ``b x C x n x m``.
+    component scales ``s`` (``b x C``), each component's first variable
+    (``C``), the second variable of the first ``P`` components (the edges,
+    ``P``). Output ``b x n x m``. The exponentials are kept for the backward
+    pass when they fit in :data:`_SAVED_ELEMENTS`, and recomputed chunk by
+    chunk otherwise; the backward pass reduces them with the incoming gradient
+    to ``b x d x n`` and ``b x d x m`` gradients by row sums and matrix-vector
+    products.
     """
 
     @staticmethod
-    def forward(ctx, A, B, scales, first, second, paired):
+    def forward(ctx, A, B, scales, first, second):
         b, _, n = A.shape
         m = B.shape[-1]
+        C = first.shape[0]
         chunk = max(1, _CHUNK_ELEMENTS // max(1, b * n * m))
+        keep = b * C * n * m <= _SAVED_ELEMENTS
         K = A.new_zeros(b, n, m)
-        for start in range(0, first.shape[0], chunk):
+        kept = []
+        for start in range(0, C, chunk):
             sl = slice(start, start + chunk)
-            E = _component_exponent(A, B, first[sl], second[sl], paired[sl]).exp_()
+            E = _component_exponent(A, B, first[sl], second[sl]).exp_()
             K += torch.einsum("bc,bcnm->bnm", scales[:, sl], E)
-        ctx.save_for_backward(A, B, scales, first, second, paired)
+            if keep:
+                kept.append(E)
+        ctx.kept = kept
+        ctx.chunk = chunk
+        ctx.save_for_backward(A, B, scales, first, second)
         return K
 
     @staticmethod
     def backward(ctx, grad):
-        A, B, scales, first, second, paired = ctx.saved_tensors
-        b, _, n = A.shape
-        m = B.shape[-1]
-        chunk = max(1, _CHUNK_ELEMENTS // max(1, b * n * m))
+        A, B, scales, first, second = ctx.saved_tensors
         need_a, need_b, need_s = ctx.needs_input_grad[:3]
         gA = torch.zeros_like(A) if need_a else None
         gB = torch.zeros_like(B) if need_b else None
         gS = torch.zeros_like(scales) if need_s else None
-        for start in range(0, first.shape[0], chunk):
-            sl = slice(start, start + chunk)
-            P = _component_exponent(A, B, first[sl], second[sl], paired[sl]).exp_()
-            P.mul_(grad[:, None])  # G * E_c
+        P = second.shape[0]
+        for k, start in enumerate(range(0, first.shape[0], ctx.chunk)):
+            sl = slice(start, start + ctx.chunk)
+            if ctx.kept:
+                Q = ctx.kept[k] * grad[:, None]
+            else:
+                E = _component_exponent(A, B, first[sl], second[sl])
+                Q = E.exp_().mul_(grad[:, None])  # G * E_c
             if need_s:
-                gS[:, sl] = P.sum((-1, -2))
+                gS[:, sl] = Q.sum((-1, -2))
             if not (need_a or need_b):
                 continue
-            Q = P.mul_(scales[:, sl, None, None])  # s_c G E_c
-            for var, weight in ((first[sl], None), (second[sl], paired[sl])):
-                a, bb = A[:, var], B[:, var]  # b x c x n, b x c x m
-                if need_a:
-                    # d/da_n = -sum_m Q_nm (a_n - b_m)
-                    ga = Q @ bb.unsqueeze(-1)
-                    ga = ga.squeeze(-1) - a * Q.sum(-1)
-                    if weight is not None:
-                        ga = ga * weight[:, None]
-                    gA.index_add_(1, var, ga)
-                if need_b:
-                    gb = (a.unsqueeze(-2) @ Q).squeeze(-2) - bb * Q.sum(-2)
-                    if weight is not None:
-                        gb = gb * weight[:, None]
-                    gB.index_add_(1, var, gb)
-        return gA, gB, gS, None, None, None
+            Q.mul_(scales[:, sl, None, None])  # s_c G E_c
+            _grad_inputs(Q, A, B, first[sl], gA, gB)
+            p = max(0, min(start + ctx.chunk, P) - start)
+            if p:
+                _grad_inputs(Q[:, :p], A, B, second[sl][:p], gA, gB)
+        ctx.kept = None
+        return gA, gB, gS, None, None
 
 
 class TreeAdditiveKernel(Kernel):
@@ -275,7 +299,7 @@ class TreeAdditiveKernel(Kernel):
         A = a.expand(*batch, n, self.dim).reshape(-1, n, self.dim).transpose(-1, -2)
         B = b.expand(*batch, m, self.dim).reshape(-1, m, self.dim).transpose(-1, -2)
         S = scales.expand(*batch, scales.shape[-1]).reshape(-1, scales.shape[-1])
-        K = _ComponentGram.apply(A, B, S, self.first, self.second, self.paired.to(A))
+        K = _ComponentGram.apply(A, B, S, self.first, self.edges[:, 1])
         return K.reshape(*batch, n, m)
 
     def component_covariances(self, x1: Tensor, x2: Tensor) -> Tensor:

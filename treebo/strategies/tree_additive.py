@@ -28,6 +28,7 @@ from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
 from treebo.acquisition.tree_additive_ucb import TreeAdditiveUCB
+from treebo.forest import check_forest
 from treebo.models.fit import noise_floor_likelihood
 from treebo.models.structure_learning import learn_tree_structure
 from treebo.models.tree_additive_gp import TreeAdditiveGP
@@ -158,11 +159,7 @@ class TreeAdditiveStrategy(Strategy):
     def validate_space(self, space: TreeSpace) -> None:
         require_real_parameters(space, self.name)
         if self.edges is not None:
-            TreeAdditiveGP(  # validates the forest against the dimension
-                torch.zeros(1, space.dim, dtype=torch.float64),
-                torch.zeros(1, 1, dtype=torch.float64),
-                edges=self.edges,
-            )
+            check_forest(self.edges, space.dim)
 
     def _build(self, X: Tensor, y: Tensor, floor: float) -> TreeAdditiveGP:
         return TreeAdditiveGP(
