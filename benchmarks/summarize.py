@@ -16,6 +16,9 @@ number of seeds). A seed that appears in several files (e.g. a 50- and a
 100-evaluation run) counts once, with its longest run; a checkpoint only uses
 the runs that reached it (the cell names the count when it is smaller).
 
+Records with ``f1`` (high_dim_benchmark.py: F1 score of the learned edges
+after each structure update) also get the median final F1 per method.
+
 Every method starts from the same initial design per seed, so methods can be
 compared seed by seed: ``--paired BASE`` adds, per problem, how many common
 seeds each method ends a checkpoint with lower / equal / higher regret than
@@ -191,6 +194,15 @@ def main() -> None:
             secs = [s for r in rs for s in r["proposal_seconds"]]
             sec = f"{np.median(secs):.2f}" if secs else "-"
             print(f"| {m} | {len(rs)} | " + " | ".join(cells) + f" | {sec} |")
+        learned = {
+            m: [r["f1"][-1] for r in runs[(problem, m)] if r.get("f1")] for m in methods
+        }
+        learned = {m: v for m, v in learned.items() if v}
+        if learned:
+            print("\nF1 of the learned edges at the end: median [IQR] (seeds)\n")
+            for m, v in learned.items():
+                q1, med, q3 = np.percentile(v, [25, 50, 75], method="midpoint")
+                print(f"- {m}: {med:.2f} [{q1:.2f}, {q3:.2f}] ({len(v)})")
         if args.paired is not None and (problem, args.paired) in runs:
             base = {
                 r["seed"]: log10_regret_curve(r) for r in runs[(problem, args.paired)]

@@ -11,19 +11,24 @@ marginal likelihood
 
 and a Bernoulli(:math:`\gamma`) prior on every edge:
 
-- **Gibbs moves** while the forest is not a spanning tree: an edge
-  :math:`(i, j)` is toggled with its conditional posterior probability,
-  :math:`P(Z_{ij} = 1 \mid Z_{-ij}) \propto \gamma e^{\rho(Z_{ij} = 1)}`; an
-  edge that would close a cycle is never proposed (connected components
-  replace the paper's union-find).
+- **Gibbs moves** while the forest is not a spanning tree: a batch of random
+  single-edge toggles is drawn (removing an edge, or adding one that joins
+  two trees: an edge that would close a cycle is never proposed; connected
+  components replace the paper's union-find), and the next structure is
+  sampled from the posterior restricted to the current one and these
+  neighbours, :math:`P(Z) \propto \gamma^{|Z|}(1 - \gamma)^{\cdot} e^{\rho(Z)}`.
+  The paper toggles one pair at a time in a fixed order; sampling among a
+  batch takes a strongly favoured edge over the first acceptable one.
 - **Mutations** once it is a spanning tree: a random edge is removed and the
   two trees are rejoined by one edge drawn from the posterior over a batch of
   crossing pairs (or left apart).
 
-The result is the structure of highest :math:`\rho` among all that were
-scored. Candidates are scored in batches: a candidate differs from the current
-structure in one edge, so its Gram matrix is the current one plus the change of
-at most three components, and the batch is factorized by one batched Cholesky.
+The result is the structure of highest posterior (:math:`\rho` plus the log
+prior; with :math:`\gamma = 1/2` the highest likelihood, as in the paper)
+among all that were scored. Candidates are scored in batches: a candidate
+differs from the current structure in one edge, so its Gram matrix is the
+current one plus the change of at most three components, and the batch is
+factorized by one batched Cholesky.
 """
 
 from __future__ import annotations
@@ -158,8 +163,7 @@ def learn_tree_structure(
 
     Returns:
         ``E x 2`` long tensor (CPU, rows sorted), the forest of highest log
-        marginal likelihood among the scored structures (the starting one
-        included).
+        posterior among the scored structures (the starting one included).
 
     Example:
         >>> X = torch.rand(60, 4, dtype=torch.float64)
@@ -210,7 +214,7 @@ class _Sampler:
         self.device = scorer.A.device
         self.gram = scorer.gram
         self.score = scorer.log_likelihood(self.gram)
-        self.best_score = float(self.score)
+        self.best_score = float(self.score) + self.log_odds * len(state.edges)
         self.best_edges = state.tensor()
         self.scored = 0
 
@@ -219,15 +223,23 @@ class _Sampler:
             pairs.to(self.device), add.to(self.device), degree.to(self.device)
         )
 
-    def _record(self, scores: Tensor, structures) -> None:
+    def _record(self, scores: Tensor, sizes: Tensor, structures) -> None:
+        """Keep the structure of highest log posterior (``sizes``: edge counts)."""
         self.scored += scores.shape[0]
-        top = int(scores.argmax())
-        if float(scores[top]) > self.best_score:
-            self.best_score = float(scores[top])
+        posterior = scores + self.log_odds * sizes.to(scores)
+        top = int(posterior.argmax())
+        if float(posterior[top]) > self.best_score:
+            self.best_score = float(posterior[top])
             self.best_edges = structures(top)
 
     def gibbs_step(self, k: int) -> None:
-        """Score up to ``k`` single-edge toggles; apply the first one drawn."""
+        """Move to the current forest or one of ``k`` single-edge toggles of it.
+
+        The candidates (existing edges to remove, edges joining two trees to
+        add) are drawn at random; the move samples one of them or staying,
+        with probabilities proportional to their posterior (prior times
+        likelihood): a Gibbs step on that block of structures.
+        """
         state = self.state
         pairs = _sample_pairs(state.d, 4 * k, self.generator)
         present = state.contains(pairs)
@@ -238,16 +250,18 @@ class _Sampler:
             return
         grams = self.gram + self._deltas(pairs, add, state.degree())
         scores = self.scorer.log_likelihood(grams)
-        self._record(scores, lambda i: state.tensor(pairs[i], bool(add[i])))
+        sizes = len(state.edges) + torch.where(add, 1, -1)
+        self._record(scores, sizes, lambda i: state.tensor(pairs[i], bool(add[i])))
         prior = torch.where(add, self.log_odds, -self.log_odds).to(scores)
-        p_toggle = torch.sigmoid(prior + scores - self.score)
-        draws = torch.rand(pairs.shape[0], generator=self.generator).to(scores)
-        hits = (draws < p_toggle).nonzero()
-        if hits.numel():
-            # Apply the first accepted toggle: the later scores are now stale.
-            i = int(hits[0])
-            state.toggle(pairs[i], bool(add[i]))
-            self.gram, self.score = grams[i], scores[i]
+        logits = torch.cat([torch.zeros(1).to(scores), prior + scores - self.score])
+        choice = int(
+            torch.multinomial(
+                torch.softmax(logits.cpu(), 0), 1, generator=self.generator
+            )
+        )
+        if choice:
+            state.toggle(pairs[choice - 1], bool(add[choice - 1]))
+            self.gram, self.score = grams[choice - 1], scores[choice - 1]
 
     def mutation_step(self, k: int) -> None:
         """Cut a random edge; rejoin the trees by one of ``k - 1`` crossings or not."""
@@ -273,7 +287,10 @@ class _Sampler:
             [removed.unsqueeze(0), removed + self._deltas(pairs, add, state.degree())]
         )
         scores = self.scorer.log_likelihood(grams)
-        self._record(scores, lambda i: state.tensor(pairs[i - 1] if i else None, True))
+        sizes = len(state.edges) + (torch.arange(grams.shape[0]) > 0).long()
+        self._record(
+            scores, sizes, lambda i: state.tensor(pairs[i - 1] if i else None, True)
+        )
         prior = torch.full((grams.shape[0],), self.log_odds)
         prior[0] = 0.0
         weights = torch.softmax(scores.cpu() + prior, 0)
