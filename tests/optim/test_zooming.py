@@ -60,3 +60,19 @@ def test_settings_are_checked_by_name(name):
     bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)
     with pytest.raises(ValueError, match=name):
         optimize_acqf_zooming(acqf, bounds, **{name: 0})
+
+
+def test_every_restart_can_be_returned_best_first():
+    g = torch.Generator().manual_seed(2)
+    X = torch.rand(20, 3, generator=g, dtype=torch.float64)
+    model = TreeAdditiveGP(X, X.sin().sum(-1, keepdim=True)).eval()
+    acqf = TreeAdditiveUCB(model, beta=4.0)
+    bounds = torch.tensor([[0.0] * 3, [1.0] * 3], dtype=torch.float64)
+    best, value = optimize_acqf_zooming(acqf, bounds, seed=3, num_restarts=5)
+    points, values = optimize_acqf_zooming(
+        acqf, bounds, seed=3, num_restarts=5, return_restarts=True
+    )
+    assert points.shape == (5, 3) and (values[:-1] >= values[1:]).all()
+    assert torch.equal(points[:1], best) and values[0] == value
+    with torch.no_grad():
+        assert torch.allclose(acqf(points.unsqueeze(-2)), values)

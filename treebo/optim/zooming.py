@@ -32,6 +32,7 @@ def optimize_acqf_zooming(
     num_levels: int = 4,
     num_restarts: int = 4,
     seed: int | None = None,
+    return_restarts: bool = False,
 ) -> tuple[Tensor, Tensor]:
     r"""Maximize an additive acquisition by zooming max-sum message passing.
 
@@ -45,10 +46,13 @@ def optimize_acqf_zooming(
         num_restarts: Zooming runs in the batch: cell midpoints, then
             ``num_restarts - 1`` randomized ones.
         seed: Seed of the representatives.
+        return_restarts: Return every restart's best point, not only the best.
 
     Returns:
         ``(candidate, value)``: the ``1 x d`` best point found (the best chosen
-        representative over all levels and restarts) and its acquisition value.
+        representative over all levels and restarts) and its acquisition value;
+        with ``return_restarts``, ``num_restarts x d`` points and their values,
+        best first.
 
     Example:
         >>> from treebo.acquisition import TreeAdditiveUCB
@@ -97,5 +101,8 @@ def optimize_acqf_zooming(
             best_value = torch.where(better, value, best_value)
             low = cells.gather(-1, index.unsqueeze(-1)).squeeze(-1)
             width = width / R
+    if return_restarts:
+        order = best_value.argsort(descending=True)
+        return best_x[order], best_value[order]
     i = int(best_value.argmax())
     return best_x[i : i + 1], best_value[i]

@@ -9,7 +9,9 @@ proposals, counted from the first model-based one, the forest is re-learned
 with the hyper-parameters held fixed, then refitted); every
 ``refit_interval`` proposals the hyper-parameters are refitted, warm-started;
 in between, the model is conditioned on the new data with the last
-hyper-parameters (one Gram matrix, one Cholesky factor). Pending configurations
+hyper-parameters (one Gram matrix, one Cholesky factor). A proposal that
+repeats an evaluated point is replaced by the best zooming restart that does
+not. Pending configurations
 are believed at the model's predicted values.
 
 The forest and the hyper-parameters are the strategy's state; checkpoints
@@ -43,6 +45,7 @@ from treebo.strategies.base import (
 )
 from treebo.strategies.believer import believe_pending
 from treebo.strategies.fitting import WarmStartFit
+from treebo.strategies.local_steps import REPEAT_TOL, is_observed
 from treebo.strategies.options import _check_count, _check_positive
 
 
@@ -226,17 +229,23 @@ class TreeAdditiveStrategy(Strategy):
         beta = self.options.beta_scale * math.log(2 * obs.X.shape[0])
         acqf = TreeAdditiveUCB(model, beta=beta)
         unit = torch.stack([torch.zeros_like(low), torch.ones_like(low)])
-        x, _ = optimize_acqf_zooming(
+        points, _ = optimize_acqf_zooming(
             acqf,
             unit,
             grid_size=self.options.grid_size,
             num_levels=self.options.num_levels,
             num_restarts=self.options.num_restarts,
             seed=obs.seed,
+            return_restarts=True,
         )
+        candidates = low + width * points
+        # The best restart that does not repeat an evaluated point.
+        fresh = [
+            c for c in candidates if not is_observed(obs.space, c, obs.X, REPEAT_TOL)
+        ]
         self.last_model = model
         self.timings["optimize"] = time.perf_counter() - t0
-        return Proposal((low + width * x.reshape(-1)).detach(), "bo")
+        return Proposal((fresh[0] if fresh else candidates[0]).detach(), "bo")
 
     def state_dict(self) -> dict[str, Any]:
         return {
