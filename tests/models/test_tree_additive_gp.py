@@ -94,3 +94,25 @@ def test_single_edge_changes_score_like_a_rebuilt_kernel():
         kernel = TreeAdditiveKernel(4, state.tensor(pairs[i], bool(add[i]))).double()
         kernel.load_state_dict(raw, strict=False)
         assert torch.allclose(kernel(X).to_dense(), grams[i], atol=1e-12)
+
+
+def test_an_input_transform_is_applied_to_queries_and_grids():
+    from botorch.models.transforms.input import Normalize
+
+    X, Y = _data()
+    X = 10 * X - 5
+    bounds = torch.tensor([[-5.0] * 4, [5.0] * 4], dtype=torch.float64)
+    model = TreeAdditiveGP(
+        X, Y, edges=torch.tensor([[0, 1]]), input_transform=Normalize(4, bounds=bounds)
+    )
+    fit_model(model)
+    Q = 10 * torch.rand(6, 4, dtype=torch.float64) - 5
+    post = model.component_posterior(Q)
+    full = model.posterior(Q).mean.squeeze(-1)
+    assert torch.allclose(post.offset + post.mean.sum(-1), full, atol=1e-8)
+    grid = 10 * torch.rand(4, 3, dtype=torch.float64) - 5
+    with torch.no_grad():
+        tables = model.grid_posterior(grid)
+    x = grid[:, 0].reshape(1, 4)  # every variable at its first grid value
+    point = model.component_posterior(x)
+    assert float(tables.edge_mean[0, 0, 0]) == pytest.approx(float(point.mean[0, 0]))
