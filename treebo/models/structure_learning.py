@@ -246,7 +246,8 @@ class _Sampler:
         labels = state.labels()
         valid = present | (labels[pairs[:, 0]] != labels[pairs[:, 1]])
         pairs, add = pairs[valid][:k], ~present[valid][:k]
-        if pairs.shape[0] == 0:
+        if pairs.shape[0] == 0:  # counted as one sample, so the chain ends
+            self.scored += 1
             return
         grams = self.gram + self._deltas(pairs, add, state.degree())
         scores = self.scorer.log_likelihood(grams)
