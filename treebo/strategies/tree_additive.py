@@ -170,49 +170,40 @@ class TreeAdditiveStrategy(Strategy):
         ).to(X)
 
     def _model(self, obs: Observations, X: Tensor) -> TreeAdditiveGP:
-        """Fit (on a learning step) or condition (otherwise) the model."""
+        """The model of this proposal: learned, refitted or only conditioned."""
         opts = self.options
         step = obs.X.shape[0] - obs.n_initial
-        learn_step = step % opts.learn_interval == 0 or self.fitter.state is None
+        learn = self.fitter.state is None or step % opts.learn_interval == 0
+        refit = learn or step % opts.refit_interval == 0
+        self.timings = {"fit": 0.0, "structure": 0.0}
         t0 = time.perf_counter()
-        if not learn_step and step % opts.refit_interval == 0:
-            model = self.fitter.fit(
-                lambda floor: self._build(X, obs.y, floor), opts.noise_floor
-            )
-            self.timings = {"fit": time.perf_counter() - t0, "structure": 0.0}
-            return model
-        if learn_step:
+        if not refit:  # condition on the new data, hyper-parameters kept
+            model = self._build(X, obs.y, opts.noise_floor)
+            model.load_state_dict(self.fitter.state, strict=False)
+            self.timings["fit"] = time.perf_counter() - t0
+            return model.eval()
 
-            def build(floor: float) -> TreeAdditiveGP:
-                return self._build(X, obs.y, floor)
+        def build(floor: float) -> TreeAdditiveGP:
+            return self._build(X, obs.y, floor)
 
-            model = self.fitter.fit(build, opts.noise_floor)
+        model = self.fitter.fit(build, opts.noise_floor)
+        self.timings["fit"] = time.perf_counter() - t0
+        if learn and opts.learn_structure:
             t1 = time.perf_counter()
-            if opts.learn_structure:
-                edges = learn_tree_structure(
-                    model,
-                    num_samples=opts.structure_samples,
-                    gamma=opts.edge_prior,
-                    seed=obs.seed,
-                )
-                changed = self.edges is None or not torch.equal(
-                    edges, self.edges.reshape(-1, 2)
-                )
-                self.edges = edges
-                t2 = time.perf_counter()
-                if changed:
-                    model = self.fitter.fit(build, opts.noise_floor)
-            else:
-                t2 = t1
-            self.timings = {
-                "fit": time.perf_counter() - t2 + (t1 - t0),
-                "structure": t2 - t1,
-            }
-            return model
-        model = self._build(X, obs.y, opts.noise_floor)
-        model.load_state_dict(self.fitter.state, strict=False)
-        self.timings = {"fit": time.perf_counter() - t0, "structure": 0.0}
-        return model.eval()
+            edges = learn_tree_structure(
+                model,
+                num_samples=opts.structure_samples,
+                gamma=opts.edge_prior,
+                seed=obs.seed,
+            )
+            changed = self.edges is None or not torch.equal(edges, self.edges)
+            self.edges = edges
+            t2 = time.perf_counter()
+            self.timings["structure"] = t2 - t1
+            if changed:  # refit under the new forest
+                model = self.fitter.fit(build, opts.noise_floor)
+                self.timings["fit"] += time.perf_counter() - t2
+        return model
 
     def propose(self, observations: Observations) -> Proposal:
         obs = observations
