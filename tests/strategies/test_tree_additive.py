@@ -23,7 +23,9 @@ def _objective(p):
 
 
 def test_the_loop_improves_on_its_initial_design_and_learns_a_forest():
-    opts = TreeAdditiveOptions(learn_interval=5, structure_samples=100)
+    opts = TreeAdditiveOptions(
+        learn_interval=5, refit_interval=1, structure_samples=100
+    )
     opt = TreeOptimizer(_space(), model="tree_additive", seed=0, options=opts)
     for _ in range(25):
         p = opt.ask()

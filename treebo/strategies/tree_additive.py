@@ -57,8 +57,10 @@ class TreeAdditiveOptions:
         learn_interval: ``C``: proposals between structure learning steps.
         refit_interval: Proposals between hyper-parameter fits (warm-started;
             in between, the model is conditioned on new data with the last
-            hyper-parameters). Paper 002 refits every ``C``; refitting every
-            proposal costs more at large ``d`` and fits few data better.
+            hyper-parameters). Paper 002 refits every ``C``, as the default
+            does; ``refit_interval=1`` follows the data more closely, but at
+            n = 300 a refit then costs more than a whole vanilla BoTorch
+            proposal (``benchmarks/RESULTS.md``).
         structure_samples: Candidate structures scored per learning step.
         edge_prior: :math:`\gamma`, prior probability of each edge.
         learn_structure: Learn the forest; if false, the structure stays
@@ -80,7 +82,7 @@ class TreeAdditiveOptions:
     """
 
     learn_interval: int = 15
-    refit_interval: int = 1
+    refit_interval: int = 15
     structure_samples: int = 500
     edge_prior: float = 0.5
     learn_structure: bool = True
