@@ -68,25 +68,3 @@ def test_settings_are_checked_by_name(kwargs, name):
     model = TreeAdditiveGP(X, X.sum(-1, keepdim=True))
     with pytest.raises(ValueError, match=name):
         learn_tree_structure(model, **kwargs)
-
-
-def test_pair_screening_is_the_derivative_of_adding_an_edge_component():
-    from treebo.models.structure_learning import _StructureScorer
-
-    g = torch.Generator().manual_seed(5)
-    X = torch.rand(25, 4, generator=g, dtype=torch.float64)
-    Y = torch.sin(5 * X[:, :1] * X[:, 1:2]) + X[:, 2:3]
-    model = fit_model(TreeAdditiveGP(X, Y))
-    with torch.no_grad():
-        scorer = _StructureScorer(model)
-        S = scorer.pair_screening(torch.Generator())
-        for u, v in [(0, 1), (1, 3), (2, 3)]:
-            s_uv = (scorer.scale[u] ** 2 + scorer.scale[v] ** 2).sqrt()
-            bump = s_uv * scorer.correlations(torch.tensor([u]))[0]
-            bump = bump * scorer.correlations(torch.tensor([v]))[0]
-            eps = 1e-6
-            up = scorer.log_likelihood(scorer.gram + eps * bump)
-            down = scorer.log_likelihood(scorer.gram - eps * bump)
-            numeric = float(up - down) / (2 * eps)
-            assert float(S[u, v]) == pytest.approx(numeric, rel=1e-4, abs=1e-6)
-        assert torch.allclose(S, S.T)

@@ -23,12 +23,6 @@ and a Bernoulli(:math:`\gamma`) prior on every edge:
   two trees are rejoined by one edge drawn from the posterior over a batch of
   crossing pairs (or left apart).
 
-Half of the candidate pairs are drawn uniformly, half in proportion to a
-softmax of a screening score computed once per call: the derivative of
-:math:`\rho` for adding a small multiple of each pair's edge component, for
-all pairs in one matrix product (a proposal heuristic: which structures are
-scored, not how they are weighed).
-
 The result is the structure of highest posterior (:math:`\rho` plus the log
 prior; with :math:`\gamma = 1/2` the highest likelihood, as in the paper)
 among all that were scored. Candidates are scored in batches: a candidate
@@ -46,9 +40,6 @@ from torch import Tensor
 
 from treebo.forest import check_forest, component_labels
 from treebo.models.tree_additive_gp import TreeAdditiveGP
-
-# Entries x variables of the screening product (memory bound).
-_SCREEN_ELEMENTS = 1 << 23
 
 
 class _StructureScorer:
@@ -93,36 +84,6 @@ class _StructureScorer:
         delta = ku * kv * s_uv[:, None, None]
         delta -= ku * iso_u[:, None, None] + kv * iso_v[:, None, None]
         return delta * sign[:, None, None]
-
-    def pair_screening(self, generator: torch.Generator) -> Tensor:
-        r"""``d x d``: how much the likelihood wants an interaction of each pair.
-
-        The derivative of :math:`\rho` at :math:`\epsilon = 0` for
-        :math:`K + \epsilon\,\sigma^{uv} k_u \odot k_v`,
-        :math:`\tfrac12 \sigma^{uv} \sum_{jk} M_{jk} k_u(j,k) k_v(j,k)` with
-        :math:`M = \alpha\alpha^\top - \hat K^{-1}`, for all pairs at once
-        as one matrix product over the entries :math:`(j, k)` (a seeded
-        random subset of them where ``d n^2`` is large).
-        """
-        n, d = self.n, self.A.shape[0]
-        K = self.gram + torch.diag_embed(self.noise)
-        L, info = torch.linalg.cholesky_ex(K)
-        if int(info):
-            return torch.zeros(d, d).to(self.A)
-        inverse = torch.cholesky_inverse(L)
-        alpha = inverse @ self.y
-        entries = n * n
-        m = min(entries, max(1, _SCREEN_ELEMENTS // d))
-        if m < entries:
-            flat = torch.randperm(entries, generator=generator)[:m].to(self.A.device)
-        else:
-            flat = torch.arange(entries, device=self.A.device)
-        j, k = flat // n, flat % n
-        M = alpha[j] * alpha[k] - inverse[j, k]  # m
-        corr = (self.A[:, j] - self.A[:, k]).square_().mul_(-0.5).exp_()  # d x m
-        S = (corr * M) @ corr.T
-        s2 = self.scale.square()
-        return 0.5 * S * (s2[:, None] + s2[None, :]).sqrt()
 
     def log_likelihood(self, gram: Tensor) -> Tensor:
         """``batch`` log marginal likelihoods (``-inf`` where not PD)."""
@@ -169,23 +130,11 @@ class _ForestState:
         )
 
 
-def _sample_pairs(
-    d: int, k: int, generator: torch.Generator, weights: Tensor | None = None
-) -> Tensor:
-    """``<= k x 2`` distinct random pairs ``u < v``, in order of first draw.
-
-    Uniform, or, with ``weights`` (``d x d``, zero where a pair may not be
-    drawn), half of the draws in proportion to them.
-    """
+def _sample_pairs(d: int, k: int, generator: torch.Generator) -> Tensor:
+    """``<= k x 2`` distinct random pairs ``u < v``, in order of first draw."""
     u = torch.randint(0, d, (k,), generator=generator)
     v = torch.randint(0, d - 1, (k,), generator=generator)
     v = v + (v >= u).long()
-    if weights is not None and bool(weights.sum() > 0):
-        half = k // 2
-        flat = torch.multinomial(
-            weights.reshape(-1), half, replacement=True, generator=generator
-        )
-        u[:half], v[:half] = flat // d, flat % d
     pairs = torch.stack([torch.minimum(u, v), torch.maximum(u, v)], -1)
     pairs, inverse = torch.unique(pairs, dim=0, return_inverse=True)
     first = torch.full((pairs.shape[0],), k, dtype=torch.long)
@@ -268,13 +217,6 @@ class _Sampler:
         self.best_score = float(self.score) + self.log_odds * len(state.edges)
         self.best_edges = state.tensor()
         self.scored = 0
-        # Proposal weights of pairs: a softmax of the screening scores over
-        # the pairs u < v, at the scale of their spread.
-        S = scorer.pair_screening(generator).cpu()
-        upper = torch.ones_like(S, dtype=torch.bool).triu(1)
-        spread = S[upper].std() if upper.sum() > 1 else S.new_tensor(1.0)
-        logits = (S - S[upper].max()) / spread.clamp_min(1e-12)
-        self.weights = torch.where(upper, logits.exp(), 0.0)
 
     def _deltas(self, pairs: Tensor, add: Tensor, degree: Tensor) -> Tensor:
         return self.scorer.edge_deltas(
@@ -299,7 +241,7 @@ class _Sampler:
         likelihood): a Gibbs step on that block of structures.
         """
         state = self.state
-        pairs = _sample_pairs(state.d, 4 * k, self.generator, self.weights)
+        pairs = _sample_pairs(state.d, 4 * k, self.generator)
         present = state.contains(pairs)
         labels = state.labels()
         valid = present | (labels[pairs[:, 0]] != labels[pairs[:, 1]])
@@ -337,8 +279,7 @@ class _Sampler:
         state.toggle(cut, False)
         labels = state.labels()
         side = labels == labels[cut[0]]
-        crossing = side[:, None] != side[None, :]
-        pairs = _sample_pairs(state.d, 4 * k, self.generator, self.weights * crossing)
+        pairs = _sample_pairs(state.d, 4 * k, self.generator)
         pairs = pairs[side[pairs[:, 0]] != side[pairs[:, 1]]]
         pairs = pairs[(pairs != cut).any(-1)]
         pairs = torch.cat([cut.reshape(1, 2), pairs])[: max(1, k - 1)]
