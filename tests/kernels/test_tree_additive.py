@@ -146,3 +146,13 @@ def test_fully_additive_when_no_edges():
     assert k.num_components == 3 and k.edges.shape == (0, 2)
     with pytest.raises(ValueError, match="dim"):
         TreeAdditiveKernel(0)
+
+
+def test_initial_scales_respect_a_given_constraint():
+    from gpytorch.constraints import GreaterThan, Interval
+
+    k = TreeAdditiveKernel(10, scale_constraint=GreaterThan(0.5))
+    assert (k.scale > 0.5).all() and k.scale.isfinite().all()
+    k = TreeAdditiveKernel(10, scale_constraint=Interval(0.2, 0.4))
+    assert torch.allclose(k.scale, torch.full((10,), 0.3))
+    assert torch.allclose(TreeAdditiveKernel(10).scale, torch.full((10,), 0.1))

@@ -214,8 +214,13 @@ class TreeAdditiveKernel(Kernel):
             lambda m, v: m._set_scale(v),
         )
         # Equal scales whose component variances sum to one for a fully additive
-        # structure (standardized outcomes).
-        self._set_scale(torch.full_like(self.raw_scale, 1.0 / dim))
+        # structure (standardized outcomes), inside the constraint.
+        lower = float(getattr(self.raw_scale_constraint, "lower_bound", 0.0))
+        upper = float(getattr(self.raw_scale_constraint, "upper_bound", math.inf))
+        initial = 1.0 / dim if lower < 1.0 / dim < upper else (lower + upper) / 2
+        if not math.isfinite(initial):
+            initial = 2.0 * lower
+        self._set_scale(torch.full_like(self.raw_scale, initial))
         self.register_buffer("edges", torch.zeros(0, 2, dtype=torch.long))
         self.register_buffer("first", torch.zeros(0, dtype=torch.long))
         self.register_buffer("second", torch.zeros(0, dtype=torch.long))
