@@ -69,21 +69,13 @@ class CachedSolveMixin:
             )
         return ot.stdvs[..., 0, 0], ot.means[..., 0, 0]
 
-    def untransform_moments(
-        self, mean: Tensor, var: Tensor, component_dims: int = 1
-    ) -> tuple[Tensor, Tensor]:
-        """Means and variances (``batch_shape x ...``) on the original scale.
-
-        ``component_dims`` is the number of trailing dimensions after the
-        model's batch dimensions.
-        """
+    def untransform_moments(self, mean: Tensor, var: Tensor) -> tuple[Tensor, Tensor]:
+        """Means and variances (``batch_shape x q``) on the original scale."""
         scale = self.outcome_scale()
         if scale is None:
             return mean, var
         std, loc = scale
-        std = std.reshape(*std.shape, *([1] * component_dims))
-        loc = loc.reshape(*loc.shape, *([1] * component_dims))
-        return mean * std + loc, var * std.square()
+        return mean * std[..., None] + loc[..., None], var * std.square()[..., None]
 
     def component_moments(
         self, k: Tensor, prior_variance: Tensor, component_dims: int
