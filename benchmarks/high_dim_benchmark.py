@@ -18,7 +18,9 @@ hyper-parameters every ``k`` proposals (``refit_interval=k``).
 Each run appends one JSON line (``values``: noise-free f at every evaluated
 point; ``proposal_seconds``; for tree-additive methods ``f1``: the F1 score of
 the learned edges against the true graph after every structure update, where
-the problem has one). Finished runs are skipped when run again.
+the problem has one). Finished runs are skipped when run again; a vanilla run
+(hours at d = 250) saves its state after every proposal under
+``<out>.partial/`` and an interrupted run resumes from it exactly.
 
     python benchmarks/high_dim_benchmark.py --problems star10,star25 \\
         --methods tree_additive,random_tree,vanilla,random --seeds 0-9 \\
@@ -50,6 +52,7 @@ except ImportError:
     from high_dim_problems import HIGH_DIM_PROBLEMS, HighDimProblem
 
 N_INITIAL = 10
+PARTIAL_DIR: Path | None = None  # set by main(): where vanilla runs save their state
 
 
 def edge_f1(found: torch.Tensor, truth: torch.Tensor) -> float:
@@ -96,6 +99,26 @@ def vanilla_proposal(X: torch.Tensor, y: torch.Tensor, seed: int) -> torch.Tenso
     return x
 
 
+def save_partial(
+    path: Path,
+    X: torch.Tensor,
+    observed: list[float],
+    proposal_seconds: list[float],
+    problem: HighDimProblem,
+) -> None:
+    """Save an unfinished run (points, observations, noise state) atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {
+        "X": X,
+        "observed": observed,
+        "proposal_seconds": proposal_seconds,
+        "noise_state": problem.generator.get_state(),
+    }
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
+
 def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
     problem: HighDimProblem = HIGH_DIM_PROBLEMS[problem_name](seed)
     problem.generator.manual_seed(20_000 + seed)
@@ -140,6 +163,14 @@ def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
                 f1.append(edge_f1(edges, problem.edges))
                 last_edges = edges
     elif method == "vanilla":
+        partial = None
+        if PARTIAL_DIR is not None:
+            partial = PARTIAL_DIR / f"{problem_name}_{method}_{seed}_{budget}.pt"
+            if partial.exists():
+                state = torch.load(partial)
+                X, observed = state["X"], state["observed"]
+                proposal_seconds = state["proposal_seconds"]
+                problem.generator.set_state(state["noise_state"])
         while X.shape[0] < budget:
             U = (X - low) / width
             y = -torch.tensor(observed, dtype=torch.float64).unsqueeze(-1)
@@ -149,6 +180,10 @@ def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
             x = low + width * u
             X = torch.cat([X, x])
             observed.append(float(problem.observe(x)))
+            if partial is not None:
+                save_partial(partial, X, observed, proposal_seconds, problem)
+        if partial is not None:
+            partial.unlink(missing_ok=True)
     elif method == "random":
         rest = torch.rand(budget - N_INITIAL, d, generator=g, dtype=torch.float64)
         X = torch.cat([X, low + width * rest])
@@ -178,6 +213,8 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/out/high_dim.jsonl")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    global PARTIAL_DIR
+    PARTIAL_DIR = Path(args.out + ".partial")
     run_missing(
         Path(args.out),
         args.problems.split(","),
