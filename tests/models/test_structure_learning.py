@@ -55,6 +55,29 @@ def test_spanning_trees_are_mutated_and_stay_trees():
     model.set_edges(edges)  # raises if not a forest
 
 
+def test_structures_are_scored_with_equalized_scales():
+    # Scales fitted under a partial star give the hub a large scale, which
+    # inflates every edge it could join; scoring with equal scales (their
+    # root mean square) recovers the star where the fitted scales do not.
+    d, truth = additive_graph("star", 6)
+    f = AdditiveGPFunction(d, truth, grid_points=50, seed=0)
+    X = torch.rand(60, d, generator=torch.Generator().manual_seed(0)).double()
+    model = fit_model(TreeAdditiveGP(X, f(X).unsqueeze(-1), edges=truth[:2]))
+    fitted = model.covar_module.scale.detach().clone()
+    assert fitted[0] > 4 * fitted[1:].max()  # the trap
+    edges = learn_tree_structure(model, num_samples=200, seed=0)
+    assert _edge_set(edges) == _edge_set(truth)
+    trapped = learn_tree_structure(
+        model, num_samples=200, seed=0, equalize_scales=False
+    )
+    assert _edge_set(trapped) != _edge_set(truth)
+    assert torch.equal(model.covar_module.scale, fitted)  # the model is unchanged
+    # The same chain as a model whose scales are all the root mean square.
+    model.covar_module.scale = fitted.square().mean().sqrt().expand_as(fitted)
+    same = learn_tree_structure(model, num_samples=200, seed=0, equalize_scales=False)
+    assert torch.equal(same, edges)
+
+
 @pytest.mark.parametrize(
     "kwargs, name",
     [

@@ -23,6 +23,15 @@ and a Bernoulli(:math:`\gamma`) prior on every edge:
   two trees are rejoined by one edge drawn from the posterior over a batch of
   crossing pairs (or left apart).
 
+Scales are equalized for scoring. Each variable's scale :math:`\sigma_i`
+is fitted under the current forest, and the fit favours that forest: a
+variable on many edges (the centre of a star) gets a large scale, so every
+further edge it could join would get the component scale
+:math:`\sqrt{\sigma_u^2 + \sigma_v^2}` of a strong interaction and is
+rejected, even where the data call for a weak one. By default candidates are
+therefore scored with every :math:`\sigma_i` set to their root mean square
+(the same total prior variance), and the lengthscales as fitted.
+
 The result is the structure of highest posterior (:math:`\rho` plus the log
 prior; with :math:`\gamma = 1/2` the highest likelihood, as in the paper)
 among all that were scored. Candidates are scored in batches: a candidate
@@ -33,6 +42,7 @@ factorized by one batched Cholesky.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -45,11 +55,16 @@ from treebo.models.tree_additive_gp import TreeAdditiveGP
 class _StructureScorer:
     """Gram matrices and log marginal likelihoods of single-edge changes."""
 
-    def __init__(self, model: TreeAdditiveGP) -> None:
+    def __init__(self, model: TreeAdditiveGP, equalize_scales: bool) -> None:
         was_training = model.training
         model.eval()  # training inputs in the transformed space
         with torch.no_grad():
             kernel = model.covar_module
+            if equalize_scales:
+                kernel = copy.deepcopy(kernel)
+                kernel.scale = kernel.scale.square().mean().sqrt().expand_as(
+                    kernel.scale
+                )
             X = model.train_inputs[0]
             self.A = (X / kernel.lengthscale.reshape(1, -1)).T.contiguous()  # d x n
             self.scale = kernel.scale.reshape(-1)
@@ -146,8 +161,9 @@ def learn_tree_structure(
     model: TreeAdditiveGP,
     num_samples: int = 500,
     gamma: float = 0.5,
-    batch_size: int = 64,
+    batch_size: int = 8,
     seed: int | None = None,
+    equalize_scales: bool = True,
 ) -> Tensor:
     r"""A forest for ``model``'s data by Gibbs sampling and mutation (see module).
 
@@ -158,8 +174,14 @@ def learn_tree_structure(
         model: A :class:`TreeAdditiveGP`; sampling starts from its forest.
         num_samples: How many candidate structures to score in all.
         gamma: Prior probability of an edge, in ``(0, 1)``.
-        batch_size: Candidates scored per batched Cholesky.
+        batch_size: Candidates scored per batched Cholesky. The chain makes
+            one move per batch, so ``num_samples / batch_size`` moves in all.
         seed: Seed of the sampler.
+        equalize_scales: Score structures with every variable's scale set to
+            the root mean square of the fitted ones (same total prior
+            variance). Scales fitted under a forest favour it: a variable
+            joined to many others gets a large scale, which then inflates
+            every edge it could join (see module).
 
     Returns:
         ``E x 2`` long tensor (CPU, rows sorted), the forest of highest log
@@ -188,7 +210,7 @@ def learn_tree_structure(
     if seed is not None:
         generator.manual_seed(seed)
     with torch.no_grad():
-        scorer = _StructureScorer(model)
+        scorer = _StructureScorer(model, equalize_scales)
         sampler = _Sampler(scorer, state, gamma, generator)
         while sampler.scored < num_samples:
             k = min(batch_size, num_samples - sampler.scored)
