@@ -62,8 +62,8 @@ class _StructureScorer:
             kernel = model.covar_module
             if equalize_scales:
                 kernel = copy.deepcopy(kernel)
-                kernel.scale = kernel.scale.square().mean().sqrt().expand_as(
-                    kernel.scale
+                kernel.scale = (
+                    kernel.scale.square().mean().sqrt().expand_as(kernel.scale)
                 )
             X = model.train_inputs[0]
             self.A = (X / kernel.lengthscale.reshape(1, -1)).T.contiguous()  # d x n
@@ -114,35 +114,41 @@ class _StructureScorer:
 
 
 class _ForestState:
-    """The current forest as a set of ``(u, v)`` pairs, ``u < v``."""
+    """The current forest as sorted pair codes ``u * d + v`` (``u < v``)."""
 
     def __init__(self, edges: Tensor, d: int) -> None:
         self.d = d
-        self.edges = {tuple(e) for e in edges.tolist()}
+        self.codes = torch.unique(edges[:, 0] * d + edges[:, 1])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.codes.shape[0])
+
+    def _encode(self, pairs: Tensor) -> Tensor:
+        return pairs[..., 0] * self.d + pairs[..., 1]
+
+    def _toggled(self, pair: Tensor, add: bool) -> Tensor:
+        code = self._encode(pair).reshape(1)
+        if add:
+            return torch.cat([self.codes, code]).unique()
+        return self.codes[self.codes != code]
 
     def tensor(self, toggle: Tensor | None = None, add: bool = True) -> Tensor:
         """``E x 2`` forest, after toggling ``toggle`` if given (not kept)."""
-        edges = set(self.edges)
-        if toggle is not None:
-            pair = tuple(toggle.tolist())
-            edges.add(pair) if add else edges.discard(pair)
-        return torch.tensor(sorted(edges), dtype=torch.long).reshape(-1, 2)
+        codes = self.codes if toggle is None else self._toggled(toggle, add)
+        return torch.stack([codes // self.d, codes % self.d], -1)
 
     def toggle(self, pair: Tensor, add: bool) -> None:
-        pair = tuple(pair.tolist())
-        self.edges.add(pair) if add else self.edges.discard(pair)
+        self.codes = self._toggled(pair, add)
 
     def contains(self, pairs: Tensor) -> Tensor:
-        return torch.tensor([tuple(p) in self.edges for p in pairs.tolist()])
+        return torch.isin(self._encode(pairs), self.codes)
 
     def labels(self) -> Tensor:
         return component_labels(self.tensor(), self.d)
 
     def degree(self) -> Tensor:
-        flat = self.tensor().reshape(-1)
-        return torch.zeros(self.d, dtype=torch.long).index_add_(
-            0, flat, torch.ones_like(flat)
-        )
+        return torch.bincount(self.tensor().reshape(-1), minlength=self.d)
 
 
 def _sample_pairs(d: int, k: int, generator: torch.Generator) -> Tensor:
@@ -214,7 +220,7 @@ def learn_tree_structure(
         sampler = _Sampler(scorer, state, gamma, generator)
         while sampler.scored < num_samples:
             k = min(batch_size, num_samples - sampler.scored)
-            if len(state.edges) < d - 1:
+            if state.num_edges < d - 1:
                 sampler.gibbs_step(k)
             else:
                 sampler.mutation_step(k)
@@ -236,7 +242,7 @@ class _Sampler:
         self.device = scorer.A.device
         self.gram = scorer.gram
         self.score = scorer.log_likelihood(self.gram)
-        self.best_score = float(self.score) + self.log_odds * len(state.edges)
+        self.best_score = float(self.score) + self.log_odds * state.num_edges
         self.best_edges = state.tensor()
         self.scored = 0
 
@@ -273,7 +279,7 @@ class _Sampler:
             return
         grams = self.gram + self._deltas(pairs, add, state.degree())
         scores = self.scorer.log_likelihood(grams)
-        sizes = len(state.edges) + torch.where(add, 1, -1)
+        sizes = state.num_edges + torch.where(add, 1, -1)
         self._record(scores, sizes, lambda i: state.tensor(pairs[i], bool(add[i])))
         prior = torch.where(add, self.log_odds, -self.log_odds).to(scores)
         logits = torch.cat([torch.zeros(1).to(scores), prior + scores - self.score])
@@ -310,7 +316,7 @@ class _Sampler:
             [removed.unsqueeze(0), removed + self._deltas(pairs, add, state.degree())]
         )
         scores = self.scorer.log_likelihood(grams)
-        sizes = len(state.edges) + (torch.arange(grams.shape[0]) > 0).long()
+        sizes = state.num_edges + (torch.arange(grams.shape[0]) > 0).long()
         self._record(
             scores, sizes, lambda i: state.tensor(pairs[i - 1] if i else None, True)
         )
