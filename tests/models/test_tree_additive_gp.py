@@ -84,7 +84,7 @@ def test_bad_inputs_are_refused():
 
 def test_single_edge_changes_score_like_a_rebuilt_kernel():
     model, X = _fitted(edges=((0, 1), (3, 2)))
-    scorer = _StructureScorer(model)
+    scorer = _StructureScorer(model, equalize_scales=False)
     state = _ForestState(model.edges, 4)
     pairs = torch.tensor([[1, 2], [0, 1], [1, 3]])
     add = torch.tensor([True, False, True])
