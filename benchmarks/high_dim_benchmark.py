@@ -30,6 +30,7 @@ the problem has one). Finished runs are skipped when run again; a vanilla run
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from pathlib import Path
 
@@ -52,7 +53,6 @@ except ImportError:
     from high_dim_problems import HIGH_DIM_PROBLEMS, HighDimProblem
 
 N_INITIAL = 10
-PARTIAL_DIR: Path | None = None  # set by main(): where vanilla runs save their state
 
 
 def edge_f1(found: torch.Tensor, truth: torch.Tensor) -> float:
@@ -119,7 +119,14 @@ def save_partial(
     tmp.replace(path)
 
 
-def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
+def run(
+    problem_name: str,
+    method: str,
+    seed: int,
+    budget: int,
+    partial_dir: Path | None = None,
+) -> dict:
+    """One run's record; a vanilla run saves its state under ``partial_dir``."""
     problem: HighDimProblem = HIGH_DIM_PROBLEMS[problem_name](seed)
     problem.generator.manual_seed(20_000 + seed)
     d, bounds = problem.dim, problem.bounds
@@ -164,8 +171,8 @@ def run(problem_name: str, method: str, seed: int, budget: int) -> dict:
                 last_edges = edges
     elif method == "vanilla":
         partial = None
-        if PARTIAL_DIR is not None:
-            partial = PARTIAL_DIR / f"{problem_name}_{method}_{seed}_{budget}.pt"
+        if partial_dir is not None:
+            partial = partial_dir / f"{problem_name}_{method}_{seed}_{budget}.pt"
             if partial.exists():
                 state = torch.load(partial)
                 X, observed = state["X"], state["observed"]
@@ -213,15 +220,13 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/out/high_dim.jsonl")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    global PARTIAL_DIR
-    PARTIAL_DIR = Path(args.out + ".partial")
     run_missing(
         Path(args.out),
         args.problems.split(","),
         args.methods.split(","),
         sorted(parse_seeds(args.seeds)),
         args.budget,
-        run,
+        functools.partial(run, partial_dir=Path(args.out + ".partial")),
     )
 
 
