@@ -283,14 +283,17 @@ def build_options(settings: dict) -> tuple[str, object]:
 
 def treed_options(method: str) -> dict | None:
     """``TreeOptimizer`` keyword arguments of a treed method: ``treed`` plus
-    suffixes ``warp`` (HTBO-WARP), ``d<k>`` (``max_depth=k``) and ``m<k>``
-    (``min_leaf_size=k``), e.g. ``treed_warp_d2``; ``None`` for another."""
+    suffixes ``warp`` (HTBO-WARP), ``noprune`` (paper 003's unpruned tree),
+    ``d<k>`` (``max_depth=k``) and ``m<k>`` (``min_leaf_size=k``), e.g.
+    ``treed_warp_d2``; ``None`` for another."""
     if method != "treed" and not method.startswith("treed_"):
         return None
     settings: dict = {}
     for part in method.split("_")[1:]:
         if part == "warp":
             settings["warp"] = True
+        elif part == "noprune":
+            settings["prune"] = False
         elif part[:1] in ("d", "m") and part[1:].isdigit():
             key = "max_depth" if part[0] == "d" else "min_leaf_size"
             settings[key] = int(part[1:])

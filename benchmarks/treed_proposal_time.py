@@ -1,24 +1,30 @@
 """Seconds per proposal of the treed loop against SingleTaskGP + optimize_acqf.
 
-Both get the same ``n`` uniformly random observations of each problem; one
-proposal from scratch is timed: ``TreeOptimizer(model="treed")`` (partition,
-weighted pseudo-likelihood fit, EI on a Sobol set with polishing) and
-BoTorch's ``SingleTaskGP`` with LogEI and ``optimize_acqf`` (``flat_logei``).
+Every method gets the same ``n`` uniformly random observations of each
+problem; one proposal from scratch is timed per seed: ``TreeOptimizer``
+with a treed method of ``bo_benchmark`` (``treed``: the defaults;
+``treed_noprune``: paper 003's unpruned tree; see
+:func:`benchmarks.bo_benchmark.treed_options`) (partition, weighted
+pseudo-likelihood fit, EI on a Sobol set with polishing) and BoTorch's
+``SingleTaskGP`` with LogEI and ``optimize_acqf`` (``flat_logei``). Medians
+over the seeds.
 
 Usage::
 
-    python -m benchmarks.treed_proposal_time --problems rkhs,exp2d --n 100
+    python -m benchmarks.treed_proposal_time --problems rkhs,exp2d --n 100 \\
+        --seeds 0-4 --methods treed,treed_noprune
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 import warnings
 
 import torch
 
-from benchmarks.bo_benchmark import botorch_proposal
+from benchmarks.bo_benchmark import botorch_proposal, treed_options
 from benchmarks.nonstationary_problems import NONSTATIONARY_PROBLEMS
 from treebo import TreeOptimizer
 
@@ -27,31 +33,51 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", default="rkhs,exp2d")
     parser.add_argument("--n", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0-4")
+    parser.add_argument("--methods", default="treed")
     args = parser.parse_args()
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
+    lo, _, hi = args.seeds.partition("-")
+    seeds = range(int(lo), int(hi or lo) + 1)
+    print(
+        "| problem | method | leaves | s/proposal (fit + acquisition) | "
+        "SingleTaskGP s | ratio |"
+    )
+    print("|---|---|---|---|---|---|")
     for name in args.problems.split(","):
         problem = NONSTATIONARY_PROBLEMS[name]()
         space = problem.space
-        X = space.sample(args.n, seed=args.seed)
-        values = [problem.objective(space.to_dict(x)) for x in X]
-        y = -torch.tensor(values, dtype=torch.float64).unsqueeze(-1)
-        t0 = time.perf_counter()
-        botorch_proposal("flat_logei", space, X, y, args.seed)
-        peer = time.perf_counter() - t0
-        opt = TreeOptimizer(space, model="treed", seed=args.seed, n_initial=args.n)
-        for x, v in zip(X, values, strict=True):
-            opt.tell(space.to_dict(x), v)
-        t0 = time.perf_counter()
-        opt.ask()
-        treed = time.perf_counter() - t0
-        timings = opt.strategy.timings
-        print(
-            f"{name}: n={args.n} leaves={opt.strategy.last_model.num_leaves} "
-            f"treed {treed:.2f} s (fit {timings['fit']:.2f}, acquisition "
-            f"{timings['optimize']:.2f}), SingleTaskGP + optimize_acqf {peer:.2f} s"
-        )
+        rows: dict[str, list[tuple[float, float, float, int]]] = {}
+        peer = []
+        for seed in seeds:
+            X = space.sample(args.n, seed=seed)
+            values = [problem.objective(space.to_dict(x)) for x in X]
+            y = -torch.tensor(values, dtype=torch.float64).unsqueeze(-1)
+            t0 = time.perf_counter()
+            botorch_proposal("flat_logei", space, X, y, seed)
+            peer.append(time.perf_counter() - t0)
+            for method in args.methods.split(","):
+                kwargs = treed_options(method)
+                kwargs.pop("_batch")
+                opt = TreeOptimizer(space, seed=seed, n_initial=args.n, **kwargs)
+                for x, v in zip(X, values, strict=True):
+                    opt.tell(space.to_dict(x), v)
+                t0 = time.perf_counter()
+                opt.ask()
+                total = time.perf_counter() - t0
+                t = opt.strategy.timings
+                leaves = opt.strategy.last_model.num_leaves
+                rows.setdefault(method, []).append(
+                    (total, t["fit"], t["optimize"], leaves)
+                )
+        stgp = statistics.median(peer)
+        for method, runs in rows.items():
+            total, fit, acq, leaves = (statistics.median(c) for c in zip(*runs))
+            print(
+                f"| {name} | {method} | {leaves:g} | {total:.2f} ({fit:.2f} + "
+                f"{acq:.2f}) | {stgp:.2f} | {total / stgp:.1f}x |"
+            )
 
 
 if __name__ == "__main__":

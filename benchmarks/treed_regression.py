@@ -8,7 +8,8 @@ the function, so 1.0 is "predicts the mean").
 Models: ``stgp`` (``SingleTaskGP`` defaults), ``stgp_warp`` (with a
 Kumaraswamy ``Warp`` input transform), and ``treed`` variants named by their
 settings, e.g. ``treed_m5`` (``min_leaf_size=5``), ``treed_m10_d1``
-(``max_depth=1``), ``_warp`` for HTBO-WARP.
+(``max_depth=1``), ``_noprune`` for paper 003's unpruned tree, ``_warp`` for
+HTBO-WARP.
 
 Usage::
 
@@ -73,6 +74,8 @@ def fit_model(name: str, X, Y):
             floor = 10.0 ** -int(part[2:]) if part[2:] else 0.0
             Ys = (Y - Y.mean()) / Y.std()
             settings["split_test"] = evidence_split_test(X, Ys, floor)
+        elif part == "noprune":
+            settings["prune"] = False
         elif part.startswith("m"):
             settings["min_leaf_size"] = int(part[1:])
         elif part.startswith("d"):

@@ -133,3 +133,40 @@ def test_a_split_test_can_veto_splits():
     assert seen[0] == ((1, 60), (1, 2, 60))
     vetoed = build_partition(X, y, split_test=lambda p, c: torch.zeros_like(p[:, 0]))
     assert vetoed.num_leaves == 1
+
+
+def _fields(part):
+    return (part.feature, part.left, part.right, part.parent, part.depth, part.members)
+
+
+def test_pruning_below_a_depth_equals_growing_to_that_depth():
+    X, y = _data(n=80)
+    full = build_partition(X, y, min_leaf_size=5)
+    assert full.max_depth >= 3
+    for depth in (0, 1, 2):
+        pruned = full.prune(full.depth >= depth)
+        grown = build_partition(X, y, min_leaf_size=5, max_depth=depth)
+        for a, b in zip(_fields(pruned), _fields(grown), strict=True):
+            assert torch.equal(a, b)
+        assert torch.equal(pruned.threshold.nan_to_num(), grown.threshold.nan_to_num())
+    with pytest.raises(ValueError, match="one entry per node"):
+        full.prune(torch.zeros(3, dtype=torch.bool))
+
+
+def test_shared_weights_halve_boundary_points_and_sum_to_one_over_any_cut():
+    X, y = _data(n=80)
+    X[:, 0] = (X[:, 0] * 8).round() / 8  # many ties: many boundary points
+    part = build_partition(X, y, min_leaf_size=5)
+    weight = part.shared_weights()
+    assert bool((weight[part.members] > 0).all()) and bool(
+        (weight[~part.members] == 0).all()
+    )
+    for node in (~part.is_leaf).nonzero().squeeze(-1).tolist():
+        kids = weight[part.left[node]] + weight[part.right[node]]
+        assert torch.allclose(kids, weight[node])
+        both = part.members[part.left[node]] & part.members[part.right[node]]
+        assert torch.equal(weight[part.left[node]][both], weight[node][both] / 2)
+    assert bool(
+        (part.members[part.left] & part.members[part.right])[~part.is_leaf].any()
+    )
+    assert torch.allclose(weight[part.leaves].sum(0), torch.ones(80, dtype=X.dtype))

@@ -160,3 +160,32 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="one output"):
         TreedGP(X, Y).posterior(X, output_indices=[1])
     assert math.isfinite(float(TreedGP(X, Y).posterior(X[:1]).mean.detach()))
+
+
+def _smooth_and_rugged(X):
+    """Rugged for x1 < 0.5, a smooth ramp for x1 >= 0.5."""
+    x1, x2 = X[..., 0], X[..., 1]
+    rugged = 0.5 * torch.sin(25 * x1) * torch.sin(25 * x2)
+    return torch.where(x1 < 0.5, rugged, 3 * (x1 - 0.5) + 2 * x2**2).unsqueeze(-1)
+
+
+def test_beats_a_single_gp_on_a_smooth_and_rugged_function_at_60_points():
+    from botorch.models import SingleTaskGP
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    errors = {"treed": [], "stgp": []}
+    for seed in range(5):
+        gen = torch.Generator().manual_seed(seed)
+        X = torch.rand(60, 2, generator=gen, dtype=torch.float64)
+        X_test = torch.rand(1000, 2, generator=gen, dtype=torch.float64)
+        Y, Y_test = _smooth_and_rugged(X), _smooth_and_rugged(X_test)
+        treed = TreedGP(X, Y)
+        assert 1 < treed.num_leaves < TreedGP(X, Y, prune=False).num_leaves
+        fit_gpytorch_mll(WeightedPseudoLikelihood(treed))
+        stgp = SingleTaskGP(X, Y)
+        fit_gpytorch_mll(ExactMarginalLogLikelihood(stgp.likelihood, stgp))
+        with torch.no_grad():
+            for name, model in (("treed", treed), ("stgp", stgp)):
+                mse = (model.posterior(X_test).mean - Y_test).square().mean()
+                errors[name].append(float(mse))
+    assert sum(errors["treed"]) < 0.9 * sum(errors["stgp"])

@@ -23,11 +23,15 @@ import torch
 from botorch.models.utils.gpytorch_modules import (
     get_covar_module_with_dim_scaled_prior,
 )
+from gpytorch.constraints import GreaterThan
 from gpytorch.kernels import Kernel, ScaleKernel
 from gpytorch.priors import LogNormalPrior
 from torch import Tensor
 
 from treebo.models.partition import TreePartition
+
+#: Lower bound of each leaf's output scale (standardized outcomes).
+MIN_OUTPUTSCALE = 1e-8
 
 
 def leaf_base_kernel(num_leaves: int, dim: int) -> ScaleKernel:
@@ -37,7 +41,8 @@ def leaf_base_kernel(num_leaves: int, dim: int) -> ScaleKernel:
     (``get_covar_module_with_dim_scaled_prior``: the dimension-scaled
     log-normal prior of Hvarfner et al., 2024, and a lower bound of 0.025);
     each leaf has its own output scale with a :math:`\mathrm{LogNormal}(0, 1)`
-    prior.
+    prior, kept above ``MIN_OUTPUTSCALE`` (a leaf of near-constant data
+    would otherwise drive it to an underflowing zero).
 
     Args:
         num_leaves: ``L``.
@@ -51,7 +56,10 @@ def leaf_base_kernel(num_leaves: int, dim: int) -> ScaleKernel:
         ard_num_dims=dim, batch_shape=batch, use_rbf_kernel=False
     )
     return ScaleKernel(
-        matern, batch_shape=batch, outputscale_prior=LogNormalPrior(0.0, 1.0)
+        matern,
+        batch_shape=batch,
+        outputscale_prior=LogNormalPrior(0.0, 1.0),
+        outputscale_constraint=GreaterThan(MIN_OUTPUTSCALE),
     )
 
 

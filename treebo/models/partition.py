@@ -172,6 +172,62 @@ class TreePartition:
         sign = torch.where(self.left[p] == child, 1.0, -1.0).to(thr)
         return feat, thr, sign
 
+    def shared_weights(self) -> Tensor:
+        r"""``N x n``: each training point's weight in each node.
+
+        1 at the root, halved in both children wherever a point lies on its
+        node's threshold (and so in both), 0 outside the node: a point's
+        weights over the leaves of any subtree sum to its weight at the
+        subtree's root.
+        """
+        weight = self.members.to(self.threshold)
+        for _ in range(self.max_depth):  # levels: every node at once
+            par = self.parent.clamp(min=0)
+            both = self.members[self.left[par]] & self.members[self.right[par]]
+            halve = (self.parent >= 0).unsqueeze(-1) & both
+            inherited = weight[par] * torch.where(halve, 0.5, 1.0).to(weight)
+            weight = torch.where(self.parent.unsqueeze(-1) >= 0, inherited, weight)
+            weight = weight * self.members
+        return weight
+
+    def prune(self, collapse: Tensor) -> TreePartition:
+        """The tree with the given inner nodes made leaves.
+
+        Args:
+            collapse: ``N`` booleans: nodes to turn into leaves (their
+                descendants are dropped; entries of leaves are ignored).
+
+        Returns:
+            A :class:`TreePartition` of the kept nodes, numbered in the same
+            order.
+        """
+        if collapse.shape != self.feature.shape:
+            raise ValueError(
+                f"collapse must have one entry per node ({self.num_nodes}), got "
+                f"shape {tuple(collapse.shape)}."
+            )
+        inner = ~self.is_leaf & ~collapse.to(torch.bool)
+        kept = self.parent < 0
+        for _ in range(self.max_depth):  # levels: a node is kept below a kept split
+            par = self.parent.clamp(min=0)
+            kept = kept | ((self.parent >= 0) & kept[par] & inner[par])
+        new_id = torch.cumsum(kept.long(), 0) - 1
+        inner = inner[kept]
+
+        def renumber(node: Tensor) -> Tensor:
+            return torch.where(inner, new_id[node.clamp(min=0)], -1)
+
+        parent = self.parent[kept]
+        return TreePartition(
+            feature=torch.where(inner, self.feature[kept], -1),
+            threshold=torch.where(inner, self.threshold[kept], torch.nan),
+            left=renumber(self.left[kept]),
+            right=renumber(self.right[kept]),
+            parent=torch.where(parent >= 0, new_id[parent.clamp(min=0)], -1),
+            depth=self.depth[kept],
+            members=self.members[kept],
+        )
+
 
 def build_partition(
     X: Tensor,
@@ -272,6 +328,25 @@ def build_partition(
         depth=torch.tensor(depth, **long),
         members=torch.cat(members),
     )
+
+
+def padded_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
+    r"""Row indices of each set in ``mask``, padded to the largest set.
+
+    Args:
+        mask: ``... x n`` booleans.
+
+    Returns:
+        ``(index, valid)``, each ``... x m`` with ``m`` the largest count:
+        the members of each set in increasing order, then zeros, and which
+        entries are members.
+    """
+    counts = mask.sum(dim=-1)
+    m = max(int(counts.max()) if counts.numel() else 0, 1)
+    order = mask.to(torch.int8).argsort(dim=-1, descending=True, stable=True)
+    index = order[..., :m]
+    valid = torch.arange(m, device=mask.device) < counts.unsqueeze(-1)
+    return index.masked_fill(~valid, 0), valid
 
 
 def _best_splits(

@@ -53,31 +53,13 @@ from torch import Tensor
 
 from treebo.kernels.correlation import stationary_correlation
 from treebo.kernels.treed import TreedLeafKernel
-from treebo.models.partition import build_partition
+from treebo.models.partition import build_partition, padded_rows
+from treebo.models.partition_pruning import loo_prune
 
 #: Smallest posterior variance returned (standardized units).
 MIN_VARIANCE = 1e-12
 #: Inputs are squeezed into [eps, 1 - eps] before a Kumaraswamy warp.
 WARP_EPS = 1e-7
-
-
-def padded_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
-    r"""Row indices of each set in ``mask``, padded to the largest set.
-
-    Args:
-        mask: ``... x n`` booleans.
-
-    Returns:
-        ``(index, valid)``, each ``... x m`` with ``m`` the largest count:
-        the members of each set in increasing order, then zeros, and which
-        entries are members.
-    """
-    counts = mask.sum(dim=-1)
-    m = max(int(counts.max()) if counts.numel() else 0, 1)
-    order = mask.to(torch.int8).argsort(dim=-1, descending=True, stable=True)
-    index = order[..., :m]
-    valid = torch.arange(m, device=mask.device) < counts.unsqueeze(-1)
-    return index.masked_fill(~valid, 0), valid
 
 
 class TreedGP(Model, GP):
@@ -98,6 +80,10 @@ class TreedGP(Model, GP):
         split_test: Accepts or rejects each split while the partition grows
             (see :func:`~treebo.models.partition.build_partition`; default:
             every split that reduces the squared error).
+        prune: Prune the grown tree to the subtree whose leaf GPs predict
+            the training points best in leave-one-out
+            (:func:`~treebo.models.partition_pruning.loo_prune`); ``False``
+            keeps paper 003's tree.
 
     Attributes:
         partition: The :class:`~treebo.models.partition.TreePartition`, in
@@ -127,6 +113,7 @@ class TreedGP(Model, GP):
         noise_floor: float = 1e-6,
         outcome_transform: Any = "DEFAULT",
         split_test: Callable[[Tensor, Tensor], Tensor] | None = None,
+        prune: bool = True,
     ) -> None:
         super().__init__()
         if train_X.dim() != 2 or train_Y.dim() != 2 or train_Y.shape[-1] != 1:
@@ -158,7 +145,10 @@ class TreedGP(Model, GP):
         y = train_Y.squeeze(-1)
         self.train_inputs = (X,)
         self.train_targets = y
-        self.partition = build_partition(X, y, min_leaf_size, max_depth, split_test)
+        partition = build_partition(X, y, min_leaf_size, max_depth, split_test)
+        if prune:
+            partition = loo_prune(partition, X, y)
+        self.partition = partition
         L = self.partition.num_leaves
         batch = torch.Size([L])
         self.covar_module = TreedLeafKernel(self.partition, dim=d)

@@ -44,6 +44,9 @@ class TreedOptions:
     Attributes:
         min_leaf_size: The fewest observations a leaf holds.
         max_depth: The deepest a leaf may be (``None``: no limit).
+        prune: Prune the grown tree to the subtree whose leaf GPs
+            cross-validate best (:func:`~treebo.models.partition_pruning.loo_prune`;
+            ``False``: paper 003's tree).
         warp: Learn a Kumaraswamy input warp per leaf (HTBO-WARP).
         noise_floor: Lower bound on each leaf's noise variance (standardized
             scores).
@@ -61,6 +64,7 @@ class TreedOptions:
 
     min_leaf_size: int = 5
     max_depth: int | None = None
+    prune: bool = True
     warp: bool = False
     noise_floor: float = 1e-6
     num_points: int = 20_000
@@ -71,8 +75,9 @@ class TreedOptions:
         _check_count(self.min_leaf_size, "min_leaf_size", 1)
         if self.max_depth is not None:
             _check_count(self.max_depth, "max_depth", 0)
-        if not isinstance(self.warp, bool):
-            raise TypeError(f"warp must be a bool, got {self.warp!r}.")
+        for name in ("prune", "warp"):
+            if not isinstance(getattr(self, name), bool):
+                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}.")
         _check_positive(self.noise_floor, "noise_floor")
         _check_count(self.num_points, "num_points", 1)
         _check_count(self.num_polish, "num_polish", 0)
@@ -124,6 +129,7 @@ class TreedStrategy(Strategy):
             bounds=bounds,
             max_depth=opts.max_depth,
             noise_floor=opts.noise_floor,
+            prune=opts.prune,
         )
         mll = WeightedPseudoLikelihood(model).train()
         try:

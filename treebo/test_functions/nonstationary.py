@@ -44,8 +44,8 @@ class RKHS(SyntheticTestFunction):
 
     dim = 1
     continuous_inds = [0]
-    _optimal_value = -5.738386
-    _optimizers = [(0.89235,)]
+    _optimal_value = -5.738393747098736
+    _optimizers = [(0.892359750808664,)]
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(bounds=[(0.0, 1.0)], **kwargs)
