@@ -73,7 +73,8 @@ def main() -> None:
                 )
         stgp = statistics.median(peer)
         for method, runs in rows.items():
-            total, fit, acq, leaves = (statistics.median(c) for c in zip(*runs))
+            columns = zip(*runs, strict=True)
+            total, fit, acq, leaves = (statistics.median(c) for c in columns)
             print(
                 f"| {name} | {method} | {leaves:g} | {total:.2f} ({fit:.2f} + "
                 f"{acq:.2f}) | {stgp:.2f} | {total / stgp:.1f}x |"
