@@ -99,7 +99,7 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     lo, _, hi = args.seeds.partition("-")
     seeds = range(int(lo), int(hi or lo) + 1)
-    results: dict[tuple, list[float]] = {}
+    results: dict[tuple, list[dict]] = {}
     with Path(args.out).open("a") as out:
         for fname in args.functions.split(","):
             f, d = unit_function(fname)
@@ -126,10 +126,32 @@ def main() -> None:
                         }
                         out.write(json.dumps(row) + "\n")
                         out.flush()
-                        results.setdefault((fname, n, model_name), []).append(nmse)
-    for (fname, n, model_name), v in results.items():
-        median = statistics.median(v)
-        print(f"{fname:7s} n={n:4d} {model_name:18s} median nMSE {median:.4f}")
+                        results.setdefault((fname, n, model_name), []).append(row)
+    print_table(results, args.models.split(","))
+
+
+def print_table(results: dict[tuple, list[dict]], models: list[str]) -> None:
+    """Markdown: median [IQR] normalized MSE per function, size and model,
+    then the median leaves and seconds per fit of each model."""
+
+    def quartiles(v: list[float]) -> tuple[float, float, float]:
+        q = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else v * 3
+        return q[0], statistics.median(v), q[-1]
+
+    print("| function | n | " + " | ".join(models) + " |")
+    print("|---" * (len(models) + 2) + "|")
+    cells: dict[tuple, list[str]] = {}
+    for (fname, n, _model), rows in results.items():
+        lo, med, hi = quartiles([r["nmse"] for r in rows])
+        cells.setdefault((fname, n), []).append(f"{med:.3f} [{lo:.3f}, {hi:.3f}]")
+    for (fname, n), row in cells.items():
+        print(f"| {fname} | {n} | " + " | ".join(row) + " |")
+    print()
+    for model in models:
+        rows = [r for (_, _, m), v in results.items() if m == model for r in v]
+        leaves = statistics.median(r["leaves"] for r in rows)
+        seconds = statistics.median(r["seconds"] for r in rows)
+        print(f"{model}: median leaves {leaves:g}, seconds per fit {seconds:.2f}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from treebo.models.fit import (
     noise_floor_likelihood_options,
 )
 from treebo.models.partition import TreePartition, build_partition
+from treebo.models.partition_pruning import loo_prune
 from treebo.models.structure_learning import learn_tree_structure
 from treebo.models.tree_additive_gp import (
     ComponentPosterior,
@@ -29,6 +30,7 @@ __all__ = [
     "build_partition",
     "fit_model",
     "learn_tree_structure",
+    "loo_prune",
     "noise_floor_likelihood",
     "noise_floor_likelihood_options",
 ]

@@ -1,7 +1,8 @@
 r"""The treed strategy: HTBO (Assael et al.) on spaces of real parameters.
 
 Each proposal builds a :class:`~treebo.models.TreedGP` on the observations
-(the partition is rebuilt from the data every time, as in paper 003), fits
+(the partition is rebuilt from the data every time, as in paper 003, and
+pruned by leave-one-out validation unless ``prune=False``), fits
 its leaves by the weighted pseudo-likelihood, and maximizes expected
 improvement over a 20,000-point Sobol set with the best points polished by
 L-BFGS-B (:func:`~treebo.optim.sobol.optimize_acqf_sobol`). Pending
