@@ -1,6 +1,7 @@
 import itertools
 import math
 
+import pytest
 import torch
 
 from treebo.kernels.correlation import stationary_correlation
@@ -106,3 +107,13 @@ def test_a_stationary_function_keeps_one_leaf_and_a_change_is_kept():
     leaves = pruned.leaf_members
     mixed = (leaves & (x[:, 0] < 0.45)).any(-1) & (leaves & (x[:, 0] > 0.55)).any(-1)
     assert not bool(mixed.any())  # the rugged and the smooth half are apart
+
+
+def test_bad_input_is_refused():
+    X = torch.rand(20, 2, dtype=torch.float64)
+    y = X.sum(-1)
+    part = build_partition(X, y)
+    with pytest.raises(ValueError, match="hold n values"):
+        loo_prune(part, X, y[:5])
+    with pytest.raises(ValueError, match="partition is over 20 points"):
+        loo_prune(part, X[:10], y[:10])

@@ -145,9 +145,19 @@ def loo_prune(
     Returns:
         The pruned :class:`~treebo.models.partition.TreePartition`.
     """
+    y = y.reshape(-1).to(X)
+    if X.dim() != 2 or y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"X must be n x d and y hold n values, got shapes {tuple(X.shape)} "
+            f"and {tuple(y.shape)}."
+        )
+    if partition.members.shape[-1] != X.shape[0]:
+        raise ValueError(
+            f"partition is over {partition.members.shape[-1]} points but X has "
+            f"{X.shape[0]}."
+        )
     if partition.num_leaves == 1:
         return partition
-    y = y.reshape(-1).to(X)
     y = (y - y.mean()) / y.std().clamp(min=1e-12)
     members = partition.members
     count = members.sum(dim=-1)

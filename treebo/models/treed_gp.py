@@ -3,9 +3,10 @@ r"""Treed GPs for non-stationary objectives (HTBO, Assael et al.).
 :class:`TreedGP` partitions the inputs with a CART-style tree
 (:func:`~treebo.models.partition.build_partition`: thresholds at observed
 points that both children keep; pruned by leave-one-out validation,
-:func:`~treebo.models.partition_pruning.loo_prune`) and fits one Matern-5/2 ARD GP per leaf on
-the leaf's points. A query is answered by the GP of its leaf, so a smooth
-region and a rugged one get their own lengthscales, output scales and noise.
+:func:`~treebo.models.partition_pruning.loo_prune`) and fits one
+Matern-5/2 ARD GP per leaf on the leaf's points. A query is answered by
+the GP of its leaf, so a smooth region and a rugged one get their own
+lengthscales, output scales and noise.
 
 Leaf hyper-parameters :math:`\theta_j` maximize the weighted marginal
 pseudo-likelihood of paper 003 (eq. 8-9): with :math:`\rho^j_0 = j,
