@@ -112,6 +112,7 @@ def test_spaces_beyond_real_parameters_are_refused_by_name(param):
     [
         ({"min_leaf_size": 0}, "min_leaf_size"),
         ({"warp": 1}, "warp"),
+        ({"prune": "yes"}, "prune"),
         ({"num_points": 0}, "num_points"),
         ({"noise_floor": -1.0}, "noise_floor"),
     ],
@@ -119,3 +120,26 @@ def test_spaces_beyond_real_parameters_are_refused_by_name(param):
 def test_options_are_checked_and_name_the_parameter(kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
         TreedOptions(**kwargs)
+
+
+@pytest.mark.parametrize("prune", [True, False])
+def test_the_strategy_builds_the_pruned_or_the_paper_tree(prune):
+    from treebo.models import build_partition, loo_prune
+
+    opt = TreeOptimizer(
+        _space(),
+        model="treed",
+        seed=0,
+        n_initial=30,
+        options=TreedOptions(num_points=256, prune=prune),
+    )
+    for x in opt.space.sample(30, seed=1):
+        params = opt.space.to_dict(x)
+        opt.tell(params, _objective(params))
+    opt.ask()
+    model = opt.strategy.last_model
+    X, y = model.train_inputs[0], model.train_targets
+    grown = build_partition(X, y)
+    expected = loo_prune(grown, X, y) if prune else grown
+    assert torch.equal(model.partition.members, expected.members)
+    assert grown.num_leaves > 1
