@@ -40,7 +40,7 @@ from treebo.strategies.options import _check_count, _check_positive
 
 @dataclass(frozen=True)
 class TreedOptions:
-    """Settings of the ``"treed"`` strategy (paper 003's defaults).
+    """Settings of the ``"treed"`` strategy (paper 003's, plus tree pruning).
 
     Attributes:
         min_leaf_size: The fewest observations a leaf holds.
