@@ -74,6 +74,7 @@ def fit_model(name: str, X, Y):
             floor = 10.0 ** -int(part[2:]) if part[2:] else 0.0
             Ys = (Y - Y.mean()) / Y.std()
             settings["split_test"] = evidence_split_test(X, Ys, floor)
+            settings["prune"] = False  # the split test alone, as measured
         elif part == "noprune":
             settings["prune"] = False
         elif part.startswith("m"):

@@ -161,7 +161,7 @@ def loo_prune(
     y = (y - y.mean()) / y.std().clamp(min=1e-12)
     members = partition.members
     count = members.sum(dim=-1)
-    size_class = count.clamp(min=1).double().log2().ceil().clamp(min=2)
+    size_class = count.clamp(min=1).float().log2().ceil().clamp(min=2)
     own = torch.full((partition.num_nodes,), torch.inf, dtype=X.dtype, device=X.device)
     weights = partition.shared_weights()
     with torch.no_grad():
