@@ -57,6 +57,7 @@ from treebo.kernels.correlation import stationary_correlation
 from treebo.kernels.treed import TreedLeafKernel
 from treebo.models.partition import build_partition, padded_rows
 from treebo.models.partition_pruning import loo_prune
+from treebo.models.treed_fit import fit_treed_gp
 
 #: Smallest posterior variance returned (standardized units).
 MIN_VARIANCE = 1e-12
@@ -262,25 +263,32 @@ class TreedGP(Model, GP):
             c0, c1 = c0[leaf], c1[leaf]
         return kumaraswamy_warp(X, c0=c0, c1=c1, eps=WARP_EPS)
 
-    def _leaf_kernel(self, A: Tensor, B: Tensor, leaf: Tensor) -> Tensor:
-        r"""The Matern-5/2 kernel of leaf ``leaf`` between ``A`` and ``B``.
+    def _leaf_correlation(self, A: Tensor, B: Tensor, leaf: Tensor) -> Tensor:
+        r"""The Matern-5/2 correlation of leaf ``leaf`` between ``A`` and ``B``.
 
         Args:
             A: ``... x a x d`` (warped) inputs.
             B: ``... x b x d`` (warped) inputs.
-            leaf: ``...`` long: the leaf whose hyper-parameters each batch
-                entry uses.
+            leaf: ``...`` long: the leaf whose lengthscales each batch entry
+                uses.
 
         Returns:
-            ``... x a x b``: :math:`\sigma_l^2 \kappa(\lVert (A_i - B_j)
-            / \ell_l \rVert)` (the same values as the batched
-            ``covar_module.base_kernel`` entry ``l``).
+            ``... x a x b``: :math:`\kappa(\lVert (A_i - B_j) / \ell_l
+            \rVert)`.
         """
-        scale = self.covar_module.base_kernel
-        ls = scale.base_kernel.lengthscale[leaf]  # ... x 1 x d
+        ls = self.covar_module.base_kernel.base_kernel.lengthscale[leaf]
         diff = (A.unsqueeze(-2) - B.unsqueeze(-3)) / ls.unsqueeze(-2)
-        corr = stationary_correlation(diff.square().sum(-1), "matern52")
-        return scale.outputscale[leaf].unsqueeze(-1).unsqueeze(-1) * corr
+        return stationary_correlation(diff.square().sum(-1), "matern52")
+
+    def _leaf_kernel(self, A: Tensor, B: Tensor, leaf: Tensor) -> Tensor:
+        r"""The Matern-5/2 kernel of leaf ``leaf`` between ``A`` and ``B``:
+        ``... x a x b`` values :math:`\sigma_l^2 \kappa(\lVert (A_i - B_j)
+        / \ell_l \rVert)` (the same as the batched
+        ``covar_module.base_kernel`` entry ``l``; arguments as in
+        :meth:`_leaf_correlation`)."""
+        outputscale = self.covar_module.base_kernel.outputscale[leaf]
+        corr = self._leaf_correlation(A, B, leaf)
+        return outputscale.unsqueeze(-1).unsqueeze(-1) * corr
 
     def _gaussian_terms(
         self, index: Tensor, rows: Tensor, leaf: Tensor
@@ -323,6 +331,27 @@ class TreedGP(Model, GP):
             loglik = loglik - 0.5 * rows.sum(-1).to(loglik) * math.log(2 * math.pi)
             total = total + (weight.to(loglik) * loglik).sum()
         return total
+
+    def custom_fit(
+        self, mll: MarginalLogLikelihood, **kwargs: Any
+    ) -> MarginalLogLikelihood:
+        """Fit by :func:`~treebo.models.treed_fit.fit_treed_gp` (called by
+        ``botorch.fit.fit_gpytorch_mll``; ``optimizer_kwargs={"options":
+        {"maxiter": k}}`` sets its iterations).
+
+        Raises:
+            TypeError: If ``mll`` is not this model's
+                :class:`WeightedPseudoLikelihood`.
+        """
+        if not isinstance(mll, WeightedPseudoLikelihood) or mll.model is not self:
+            raise TypeError(
+                "A TreedGP is fitted through WeightedPseudoLikelihood(model), got "
+                f"{type(mll).__name__}."
+            )
+        options = (kwargs.get("optimizer_kwargs") or {}).get("options", {})
+        settings = {k: v for k, v in options.items() if k in ("maxiter", "ftol")}
+        fit_treed_gp(self, **settings)
+        return mll.eval()
 
     def train(self, mode: bool = True) -> TreedGP:
         if mode:
@@ -440,7 +469,10 @@ class TreedGP(Model, GP):
 class WeightedPseudoLikelihood(MarginalLogLikelihood):
     r"""The objective that fits a :class:`TreedGP`'s leaves: the weighted
     pseudo-likelihood plus the log priors, divided by the number of training
-    points. ``botorch.fit.fit_gpytorch_mll`` maximizes it.
+    points. ``botorch.fit.fit_gpytorch_mll`` maximizes it (through
+    :meth:`TreedGP.custom_fit`: L-BFGS-B over the lengthscales, warps and
+    noise-to-signal ratios, with each leaf's mean and output scale profiled
+    out; :mod:`treebo.models.treed_fit`).
 
     Args:
         model: The :class:`TreedGP`.

@@ -3,7 +3,8 @@ r"""The treed strategy: HTBO (Assael et al.) on spaces of real parameters.
 Each proposal builds a :class:`~treebo.models.TreedGP` on the observations
 (the partition is rebuilt from the data every time, as in paper 003, and
 pruned by leave-one-out validation unless ``prune=False``), fits
-its leaves by the weighted pseudo-likelihood, and maximizes expected
+its leaves by the weighted pseudo-likelihood
+(:func:`~treebo.models.treed_fit.fit_treed_gp`), and maximizes expected
 improvement over a 20,000-point Sobol set with the best points polished by
 L-BFGS-B (:func:`~treebo.optim.sobol.optimize_acqf_sobol`). Pending
 configurations enter through BoTorch's Monte Carlo ``qLogExpectedImprovement``
@@ -22,10 +23,10 @@ from typing import Any
 import torch
 from botorch.acquisition import LogExpectedImprovement, qLogExpectedImprovement
 from botorch.exceptions import ModelFittingError
-from botorch.optim.fit import fit_gpytorch_mll_scipy
 from botorch.sampling import SobolQMCNormalSampler
 
-from treebo.models.treed_gp import TreedGP, WeightedPseudoLikelihood
+from treebo.models.treed_fit import fit_treed_gp
+from treebo.models.treed_gp import TreedGP
 from treebo.optim.sobol import optimize_acqf_sobol
 from treebo.space import TreeSpace
 from treebo.strategies.base import (
@@ -132,10 +133,9 @@ class TreedStrategy(Strategy):
             noise_floor=opts.noise_floor,
             prune=opts.prune,
         )
-        mll = WeightedPseudoLikelihood(model).train()
         try:
             with warnings.catch_warnings(record=True):
-                fit_gpytorch_mll_scipy(mll, options={"maxiter": opts.fit_maxiter})
+                fit_treed_gp(model, maxiter=opts.fit_maxiter)
         except (RuntimeError, ValueError) as err:
             raise ModelFittingError(f"could not fit the treed GP: {err}") from err
         if not all(bool(p.isfinite().all()) for p in model.parameters()):

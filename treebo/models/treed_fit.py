@@ -1,0 +1,237 @@
+r"""Fitting a :class:`~treebo.models.TreedGP` with its mean and scales profiled out.
+
+The weighted pseudo-likelihood of a treed GP (paper 003, eq. 8-9) is a sum
+over pseudo-likelihood factors :math:`f` of Gaussian log densities of the
+residuals :math:`y_f - \mu_l` under :math:`\sigma_l^2 (R_l + \lambda_l I)`,
+where leaf :math:`l` owns the factor, :math:`R_l` is its Matern-5/2
+correlation (lengthscales :math:`\ell_l`, optional input warp),
+:math:`\sigma_l^2` its output scale and :math:`\lambda_l = s_l^2 /
+\sigma_l^2` its noise-to-signal ratio. For fixed :math:`(\ell_l, \lambda_l)`
+the best constant mean is a generalized least-squares estimate and the best
+log output scale :math:`t_l = \log \sigma_l^2` solves a strictly concave 1-D
+problem:
+
+.. math::
+
+    \mu_l^* = \frac{\sum_f w_f\, 1^\top C_f^{-1} y_f}
+                   {\sum_f w_f\, 1^\top C_f^{-1} 1},
+    \qquad
+    t_l^* = \arg\max_t\; -\tfrac12 Q_l e^{-t} - \tfrac12 N_l t
+        + \log p_\sigma(e^t) + \log p_s(\lambda_l e^t),
+
+with :math:`C_f = R_l + \lambda_l I` on the factor's points, :math:`Q_l =
+\sum_f w_f (y_f - \mu_l^*)^\top C_f^{-1} (y_f - \mu_l^*)`, :math:`N_l =
+\sum_f w_f n_f`, and :math:`p_\sigma`, :math:`p_s` the log-normal priors of
+the output scale and the noise (Newton's method, a few steps). L-BFGS-B then
+searches only the lengthscales, the ratios and the warps. This is the same
+maximum a posteriori point as optimizing all hyper-parameters together
+(:class:`~treebo.models.treed_gp.WeightedPseudoLikelihood`), in fewer
+iterations: the mean and the output scale are the directions along which
+the full objective is flattest. Gradients need no differentiation through
+:math:`\mu^*` or :math:`t^*` (they are stationary points, so the envelope
+theorem applies), except where the noise floor binds and :math:`t^* = \log
+s_{\min}^2 - \log \lambda_l` is differentiated as written.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from botorch.optim.closures import ForwardBackwardClosure
+from botorch.optim.core import OptimizationResult, scipy_minimize
+from botorch.optim.utils import get_parameters_and_bounds
+from linear_operator.utils.cholesky import psd_safe_cholesky
+from torch import Tensor
+
+from treebo.kernels.treed import MIN_OUTPUTSCALE
+
+#: Smallest noise-to-signal ratio the fit considers (the noise floor of the
+#: model still bounds the noise itself).
+MIN_NOISE_RATIO = 1e-10
+#: Newton steps for the profiled log output scale (strictly concave, started
+#: at the maximizer without priors, so it converges in a few steps).
+NEWTON_STEPS = 4
+#: The priors handled inside the profile (names in ``model.named_priors()``).
+PROFILED_PRIORS = (
+    "covar_module.base_kernel.outputscale_prior",
+    "likelihood.noise_covar.noise_prior",
+)
+
+
+class GaussianQuadratics(torch.autograd.Function):
+    r"""Quadratic forms and log-determinant of a batch of covariance matrices.
+
+    For ``C`` (``B x m x m``, positive definite) and ``r`` (``B x m x k``,
+    constant), returns ``G = r^T C^{-1} r`` (``B x k x k``) and
+    :math:`\tfrac12 \log |C|` (``B``). The backward pass is written out,
+    :math:`\partial / \partial C = -C^{-1} r\, \bar G\, r^\top C^{-1} +
+    \tfrac12 \bar h\, C^{-1}` (symmetrized), so it costs one Cholesky
+    inverse instead of differentiating through the factorization.
+    """
+
+    @staticmethod
+    def forward(ctx, C: Tensor, r: Tensor) -> tuple[Tensor, Tensor]:
+        chol = psd_safe_cholesky(C)
+        A = torch.cholesky_solve(r, chol)  # C^{-1} r
+        half_logdet = chol.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        ctx.save_for_backward(chol, A)
+        return r.transpose(-1, -2) @ A, half_logdet
+
+    @staticmethod
+    def backward(ctx, grad_gram: Tensor, grad_half_logdet: Tensor):
+        chol, A = ctx.saved_tensors
+        sym = 0.5 * (grad_gram + grad_gram.transpose(-1, -2))
+        grad = -(A @ sym @ A.transpose(-1, -2))
+        grad = grad + 0.5 * grad_half_logdet[..., None, None] * torch.cholesky_inverse(
+            chol
+        )
+        return grad, None
+
+
+def _log_normal(prior: torch.nn.Module) -> tuple[float, float]:
+    """``(loc, scale)`` of a log-normal prior on a variance."""
+    return float(prior.loc), float(prior.scale)
+
+
+def profiled_pseudo_log_likelihood(
+    model: torch.nn.Module, log_ratio: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    r"""The weighted pseudo-likelihood with the means and output scales profiled.
+
+    Args:
+        model: A :class:`~treebo.models.TreedGP` (its lengthscales and warps
+            are used; its means, output scales and noises are not).
+        log_ratio: ``L``: each leaf's :math:`\log \lambda_l`.
+
+    Returns:
+        ``(value, mean, log_scale)``: the weighted pseudo-likelihood plus the
+        log priors of the output scales and noises at :math:`(\mu^*, t^*)`
+        (0-dimensional, differentiable in the lengthscales, warps and
+        ``log_ratio``), and the ``L`` profiled means and log output scales
+        (detached).
+    """
+    L = model.num_leaves
+    zeros = log_ratio.new_zeros(L)
+    ratio = log_ratio.exp()
+    groups = []
+    for index, rows, leaf, weight in model.factor_groups():
+        X = model._leaf_inputs(model.train_inputs[0][index], leaf)
+        R = model._leaf_correlation(X, X, leaf)
+        w = rows.to(R)
+        C = R * w.unsqueeze(-1) * w.unsqueeze(-2)
+        C = C + torch.diag_embed(w * ratio[leaf].unsqueeze(-1) + (1 - w))
+        rhs = torch.stack([model.train_targets[index] * w, w], dim=-1)
+        # B x 2 x 2: y'C^-1 y, y'C^-1 1, 1'C^-1 1; and log|C| / 2.
+        gram, logdet = GaussianQuadratics.apply(C, rhs)
+        w_f = weight.to(R)
+        groups.append((leaf, w_f, gram, logdet, w_f * rows.sum(-1).to(R)))
+    num, den = zeros, zeros
+    for leaf, w_f, gram, _, _ in groups:
+        num = num.index_add(0, leaf, w_f * gram[:, 0, 1])
+        den = den.index_add(0, leaf, w_f * gram[:, 1, 1])
+    mean = (num / den).detach()
+    Q, N, D = zeros, zeros, zeros
+    for leaf, w_f, gram, logdet, n_f in groups:
+        m = mean[leaf]
+        quad = gram[:, 0, 0] - 2 * m * gram[:, 0, 1] + m.square() * gram[:, 1, 1]
+        Q = Q.index_add(0, leaf, w_f * quad)
+        N = N.index_add(0, leaf, n_f)
+        D = D.index_add(0, leaf, w_f * logdet)
+    priors = dict((name, prior) for name, _, prior, _, _ in model.named_priors())
+    loc_s, scale_s = _log_normal(priors[PROFILED_PRIORS[0]])
+    loc_n, scale_n = _log_normal(priors[PROFILED_PRIORS[1]])
+    # Newton's method on g(t) (module docstring); g'' < 0 everywhere.
+    with torch.no_grad():
+        q, n, lr = Q.detach(), N.detach(), log_ratio.detach()
+        t = (q / n).clamp(min=MIN_OUTPUTSCALE).log()
+        for _ in range(NEWTON_STEPS):
+            decay = 0.5 * q * torch.exp(-t)
+            grad = decay - 0.5 * n - 2.0 - (t - loc_s) / scale_s**2
+            grad = grad - (lr + t - loc_n) / scale_n**2
+            t = t + grad / (decay + 1 / scale_s**2 + 1 / scale_n**2)
+        t = t.clamp(min=math.log(MIN_OUTPUTSCALE))
+    noise_floor = float(model.likelihood.noise_covar.raw_noise_constraint.lower_bound)
+    # Where the noise floor binds, t follows the ratio: s^2 = lambda e^t = floor.
+    t = torch.maximum(t, math.log(noise_floor) - log_ratio)
+    log_noise = log_ratio + t
+    value = (-0.5 * Q * torch.exp(-t) - 0.5 * N * t - D).sum()
+    value = value - 0.5 * N.sum() * math.log(2 * math.pi)
+    value = value - (t + 0.5 * ((t - loc_s) / scale_s) ** 2).sum()
+    value = value - (log_noise + 0.5 * ((log_noise - loc_n) / scale_n) ** 2).sum()
+    value = value - L * (
+        math.log(scale_s * scale_n) + math.log(2 * math.pi)
+    )  # normalizers of the two log-normal densities
+    return value, mean, t.detach()
+
+
+def fit_treed_gp(
+    model: torch.nn.Module, maxiter: int = 200, ftol: float = 1e-9
+) -> OptimizationResult:
+    r"""Fit a :class:`~treebo.models.TreedGP`'s hyper-parameters (MAP).
+
+    Maximizes the weighted pseudo-likelihood plus the log priors (the
+    objective of :class:`~treebo.models.treed_gp.WeightedPseudoLikelihood`)
+    by L-BFGS-B over the lengthscales, the noise-to-signal ratios and the
+    warps, with each leaf's mean and output scale profiled out (module
+    docstring), then writes the means, output scales and noises into the
+    model.
+
+    Args:
+        model: The :class:`~treebo.models.TreedGP`; fitted in place from its
+            current lengthscales, warps and noise-to-signal ratios.
+        maxiter: L-BFGS-B iterations.
+        ftol: L-BFGS-B's relative tolerance on the objective.
+
+    Returns:
+        SciPy's :class:`~botorch.optim.core.OptimizationResult` (``fval``:
+        the negated objective divided by the number of training points).
+
+    Example:
+        >>> import torch
+        >>> from treebo.models import TreedGP
+        >>> X = torch.rand(40, 1, dtype=torch.float64)
+        >>> model = TreedGP(X, torch.where(X < 0.5, torch.sin(30 * X), X))
+        >>> result = fit_treed_gp(model)
+        >>> model.posterior(X[:3]).mean.shape
+        torch.Size([3, 1])
+    """
+    if maxiter < 1:
+        raise ValueError(f"maxiter must be >= 1, got {maxiter}.")
+    scale = model.covar_module.base_kernel
+    noise = model.likelihood.noise.detach().squeeze(-1)
+    init = (noise / scale.outputscale.detach()).clamp(min=MIN_NOISE_RATIO).log()
+    log_ratio = init.clone().requires_grad_(True)
+    profiled = set(PROFILED_PRIORS)
+    free, bounds = get_parameters_and_bounds(
+        model,
+        requires_grad=True,
+        name_filter=lambda name: "lengthscale" in name or name.startswith("warp."),
+    )
+    free = dict(free, log_ratio=log_ratio)
+    bounds = dict(bounds, log_ratio=(math.log(MIN_NOISE_RATIO), None))
+    n = model.train_targets.shape[-1]
+
+    def objective() -> Tensor:
+        value, _, _ = profiled_pseudo_log_likelihood(model, log_ratio)
+        for name, module, prior, closure, _ in model.named_priors():
+            if name not in profiled:
+                value = value + prior.log_prob(closure(module)).sum()
+        return -value / n
+
+    model.train()
+    result = scipy_minimize(
+        closure=ForwardBackwardClosure(forward=objective, parameters=free),
+        parameters=free,
+        bounds=bounds,
+        options={"maxiter": maxiter, "ftol": ftol},
+    )
+    with torch.no_grad():
+        _, mean, log_scale = profiled_pseudo_log_likelihood(model, log_ratio)
+        floor = model.likelihood.noise_covar.raw_noise_constraint.lower_bound
+        model.mean_constant.copy_(mean)
+        scale.outputscale = log_scale.exp()
+        noise = torch.maximum((log_ratio + log_scale).exp(), floor.to(mean))
+        model.likelihood.noise = noise.unsqueeze(-1)
+    model.eval()
+    return result
