@@ -15,6 +15,7 @@ from treebo.models.tree_additive_gp import (
     GridPosterior,
     TreeAdditiveGP,
 )
+from treebo.models.treed_fit import fit_treed_gp
 from treebo.models.treed_gp import TreedGP, WeightedPseudoLikelihood
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "WeightedPseudoLikelihood",
     "build_partition",
     "fit_model",
+    "fit_treed_gp",
     "learn_tree_structure",
     "loo_prune",
     "noise_floor_likelihood",
