@@ -112,9 +112,8 @@ def profiled_pseudo_log_likelihood(
         (detached).
     """
     L = model.num_leaves
-    zeros = log_ratio.new_zeros(L)
     ratio = log_ratio.exp()
-    groups = []
+    parts = []  # per group: leaf, weight, gram, log|C| / 2, weighted count
     for index, rows, leaf, weight in model.factor_groups():
         X = model._leaf_inputs(model.train_inputs[0][index], leaf)
         R = model._leaf_correlation(X, X, leaf)
@@ -123,21 +122,20 @@ def profiled_pseudo_log_likelihood(
         C = C + torch.diag_embed(w * ratio[leaf].unsqueeze(-1) + (1 - w))
         rhs = torch.stack([model.train_targets[index] * w, w], dim=-1)
         # B x 2 x 2: y'C^-1 y, y'C^-1 1, 1'C^-1 1; and log|C| / 2.
-        gram, logdet = GaussianQuadratics.apply(C, rhs)
+        gram, half_logdet = GaussianQuadratics.apply(C, rhs)
         w_f = weight.to(R)
-        groups.append((leaf, w_f, gram, logdet, w_f * rows.sum(-1).to(R)))
-    num, den = zeros, zeros
-    for leaf, w_f, gram, _, _ in groups:
-        num = num.index_add(0, leaf, w_f * gram[:, 0, 1])
-        den = den.index_add(0, leaf, w_f * gram[:, 1, 1])
+        parts.append((leaf, w_f, gram, half_logdet, w_f * rows.sum(-1).to(R)))
+    # All factors at once (F of them), summed into their leaves.
+    leaf, w_f, gram, half_logdet, n_f = (torch.cat(p) for p in zip(*parts, strict=True))
+    zeros = log_ratio.new_zeros(L)
+    num = zeros.index_add(0, leaf, w_f * gram[:, 0, 1])
+    den = zeros.index_add(0, leaf, w_f * gram[:, 1, 1])
     mean = (num / den).detach()
-    Q, N, D = zeros, zeros, zeros
-    for leaf, w_f, gram, logdet, n_f in groups:
-        m = mean[leaf]
-        quad = gram[:, 0, 0] - 2 * m * gram[:, 0, 1] + m.square() * gram[:, 1, 1]
-        Q = Q.index_add(0, leaf, w_f * quad)
-        N = N.index_add(0, leaf, n_f)
-        D = D.index_add(0, leaf, w_f * logdet)
+    m = mean[leaf]
+    quad = gram[:, 0, 0] - 2 * m * gram[:, 0, 1] + m.square() * gram[:, 1, 1]
+    Q = zeros.index_add(0, leaf, w_f * quad)
+    N = zeros.index_add(0, leaf, n_f)
+    D = zeros.index_add(0, leaf, w_f * half_logdet)
     priors = dict((name, prior) for name, _, prior, _, _ in model.named_priors())
     loc_s, scale_s = _log_normal(priors[PROFILED_PRIORS[0]])
     loc_n, scale_n = _log_normal(priors[PROFILED_PRIORS[1]])
