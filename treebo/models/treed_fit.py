@@ -185,7 +185,7 @@ def profiled_leaf_log_likelihoods(
 
 
 def fit_treed_gp(
-    model: torch.nn.Module, maxiter: int = 200, ftol: float = 1e-9
+    model: torch.nn.Module, maxiter: int = 200, ftol: float = 1e-12
 ) -> OptimizationResult:
     r"""Fit a :class:`~treebo.models.TreedGP`'s hyper-parameters (MAP).
 
@@ -204,7 +204,10 @@ def fit_treed_gp(
         model: The :class:`~treebo.models.TreedGP`; fitted in place from its
             current lengthscales, warps and noise-to-signal ratios.
         maxiter: L-BFGS-B iterations of each leaf.
-        ftol: L-BFGS-B's relative tolerance on each leaf's objective.
+        ftol: L-BFGS-B's relative tolerance on each leaf's objective (a
+            leaf's objective is of order one, and a looser tolerance lets a
+            line search that barely moves stop the leaf away from its optimum
+            when a warp is near its bound).
 
     Returns:
         An :class:`~botorch.optim.core.OptimizationResult`: ``fval`` is the
