@@ -7,8 +7,8 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.optim.fit import fit_gpytorch_mll_scipy
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from treebo.models import TreedGP, WeightedPseudoLikelihood
 import treebo.optim.lbfgsb as lbfgsb
+from treebo.models import TreedGP, WeightedPseudoLikelihood
 from treebo.models.treed_fit import (
     PROFILED_PRIORS,
     GaussianQuadratics,
