@@ -7,13 +7,11 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.optim.fit import fit_gpytorch_mll_scipy
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-import treebo.optim.lbfgsb as lbfgsb
 from treebo.models import TreedGP, WeightedPseudoLikelihood
 from treebo.models.treed_fit import (
     PROFILED_PRIORS,
     GaussianQuadratics,
     fit_treed_gp,
-    profiled_leaf_log_likelihoods,
     profiled_pseudo_log_likelihood,
 )
 
@@ -83,51 +81,6 @@ def test_profiled_value_is_the_full_objective_at_the_profiled_mean_and_scale():
         _write(model, log_ratio)
         full = _objective_with_priors(model)
         assert torch.allclose(value + _other_priors(model), full.detach())
-
-
-def test_leaf_terms_sum_to_the_value_and_each_depends_on_its_own_leaf_only():
-    model = _model(warp=True, noise=0.05)
-    L = model.num_leaves
-    log_ratio = torch.linspace(-3.0, -1.0, L, dtype=torch.float64).requires_grad_()
-    values, _, _ = profiled_leaf_log_likelihoods(model, log_ratio)
-    total, _, _ = profiled_pseudo_log_likelihood(model, log_ratio)
-    assert values.shape == (L,)
-    torch.testing.assert_close(values.sum(), total)
-    raw = model.covar_module.base_kernel.base_kernel.raw_lengthscale
-    inputs = [log_ratio, raw, model.warp.concentration0, model.warp.concentration1]
-    for leaf in range(L):
-        grads = torch.autograd.grad(values[leaf], inputs, retain_graph=True)
-        others = torch.arange(L) != leaf
-        for grad in grads:
-            assert float(grad[others].abs().max()) == 0.0
-            assert float(grad[leaf].abs().max()) > 0.0
-
-
-@pytest.mark.parametrize("batched", [True, False])
-@pytest.mark.parametrize("warp", [False, True])
-def test_fit_ends_at_a_stationary_point_of_every_leaf(warp, batched, monkeypatch):
-    # Other SciPy versions solve the leaves as one joint L-BFGS-B problem.
-    if not batched:
-        monkeypatch.setattr(lbfgsb, "batched_lbfgsb_available", lambda: False)
-    model = _model(warp=warp, noise=0.05)
-    fit_treed_gp(model, maxiter=1000)
-    model.train()
-    scale = model.covar_module.base_kernel
-    ratio = model.likelihood.noise.squeeze(-1) / scale.outputscale
-    log_ratio = ratio.log().detach().requires_grad_()
-    value, _, _ = profiled_pseudo_log_likelihood(model, log_ratio)
-    value = value + _other_priors(model)
-    params = [log_ratio, scale.base_kernel.raw_lengthscale]
-    lower = [math.log(1e-10), 0.025]
-    if warp:
-        params += [model.warp.concentration0, model.warp.concentration1]
-        lower += [1e-4, 1e-4]
-    grads = torch.autograd.grad(value, params)
-    n = model.train_targets.shape[-1]
-    for param, bound, grad in zip(params, lower, grads, strict=True):
-        # Ascent directions blocked by a lower bound do not count.
-        blocked = (param <= bound * (1 + 1e-9)) & (grad < 0)
-        assert float(grad.masked_fill(blocked, 0.0).abs().max()) / n < 1e-3
 
 
 def test_profiled_mean_and_scale_maximize_the_full_objective():

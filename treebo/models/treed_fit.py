@@ -36,10 +36,10 @@ s_{\min}^2 - \log \lambda_l` is differentiated as written.
 from __future__ import annotations
 
 import math
-import time
 
 import torch
-from botorch.optim.core import OptimizationResult, OptimizationStatus
+from botorch.optim.closures import ForwardBackwardClosure
+from botorch.optim.core import OptimizationResult, scipy_minimize
 from botorch.optim.utils import get_parameters_and_bounds
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
@@ -111,29 +111,6 @@ def profiled_pseudo_log_likelihood(
         ``log_ratio``), and the ``L`` profiled means and log output scales
         (detached).
     """
-    values, mean, log_scale = profiled_leaf_log_likelihoods(model, log_ratio)
-    return values.sum(), mean, log_scale
-
-
-def profiled_leaf_log_likelihoods(
-    model: torch.nn.Module, log_ratio: Tensor
-) -> tuple[Tensor, Tensor, Tensor]:
-    r"""Each leaf's share of :func:`profiled_pseudo_log_likelihood`.
-
-    Leaf :math:`l`'s hyper-parameters enter only the factors it owns, so the
-    profiled objective is a sum of ``L`` terms, term :math:`l` a function of
-    leaf :math:`l`'s lengthscales, warp and ratio alone.
-
-    Args:
-        model: A :class:`~treebo.models.TreedGP`.
-        log_ratio: ``L``: each leaf's :math:`\log \lambda_l`.
-
-    Returns:
-        ``(values, mean, log_scale)``: the ``L`` terms (their sum is the
-        value of :func:`profiled_pseudo_log_likelihood`), and the ``L``
-        profiled means and log output scales (detached).
-    """
-
     L = model.num_leaves
     ratio = log_ratio.exp()
     parts = []  # per group: leaf, weight, gram, log|C| / 2, weighted count
@@ -176,43 +153,37 @@ def profiled_leaf_log_likelihoods(
     # Where the noise floor binds, t follows the ratio: s^2 = lambda e^t = floor.
     t = torch.maximum(t, math.log(noise_floor) - log_ratio)
     log_noise = log_ratio + t
-    values = -0.5 * Q * torch.exp(-t) - 0.5 * N * (t + math.log(2 * math.pi)) - D
-    values = values - (t + 0.5 * ((t - loc_s) / scale_s) ** 2)
-    values = values - (log_noise + 0.5 * ((log_noise - loc_n) / scale_n) ** 2)
-    # Normalizers of the two log-normal densities.
-    values = values - (math.log(scale_s * scale_n) + math.log(2 * math.pi))
-    return values, mean, t.detach()
+    value = (-0.5 * Q * torch.exp(-t) - 0.5 * N * t - D).sum()
+    value = value - 0.5 * N.sum() * math.log(2 * math.pi)
+    value = value - (t + 0.5 * ((t - loc_s) / scale_s) ** 2).sum()
+    value = value - (log_noise + 0.5 * ((log_noise - loc_n) / scale_n) ** 2).sum()
+    value = value - L * (
+        math.log(scale_s * scale_n) + math.log(2 * math.pi)
+    )  # normalizers of the two log-normal densities
+    return value, mean, t.detach()
 
 
 def fit_treed_gp(
-    model: torch.nn.Module, maxiter: int = 200, ftol: float = 1e-12
+    model: torch.nn.Module, maxiter: int = 200, ftol: float = 1e-9
 ) -> OptimizationResult:
     r"""Fit a :class:`~treebo.models.TreedGP`'s hyper-parameters (MAP).
 
     Maximizes the weighted pseudo-likelihood plus the log priors (the
     objective of :class:`~treebo.models.treed_gp.WeightedPseudoLikelihood`)
-    over the lengthscales, the noise-to-signal ratios and the warps, with
-    each leaf's mean and output scale profiled out (module docstring), then
-    writes the means, output scales and noises into the model. The profiled
-    objective is a sum of one term per leaf in that leaf's hyper-parameters
-    alone (:func:`profiled_leaf_log_likelihoods`), so the leaves are ``L``
-    independent problems of a few variables each, solved together by
-    :func:`~treebo.optim.lbfgsb.minimize_independent` (one batched
-    evaluation per round, each leaf with its own L-BFGS-B state).
+    by L-BFGS-B over the lengthscales, the noise-to-signal ratios and the
+    warps, with each leaf's mean and output scale profiled out (module
+    docstring), then writes the means, output scales and noises into the
+    model.
 
     Args:
         model: The :class:`~treebo.models.TreedGP`; fitted in place from its
             current lengthscales, warps and noise-to-signal ratios.
-        maxiter: L-BFGS-B iterations of each leaf.
-        ftol: L-BFGS-B's relative tolerance on each leaf's objective (a
-            leaf's objective is of order one, and a looser tolerance lets a
-            line search that barely moves stop the leaf away from its optimum
-            when a warp is near its bound).
+        maxiter: L-BFGS-B iterations.
+        ftol: L-BFGS-B's relative tolerance on the objective.
 
     Returns:
-        An :class:`~botorch.optim.core.OptimizationResult`: ``fval`` is the
-        negated objective divided by the number of training points, ``step``
-        the most iterations any leaf took.
+        SciPy's :class:`~botorch.optim.core.OptimizationResult` (``fval``:
+        the negated objective divided by the number of training points).
 
     Example:
         >>> import torch
@@ -223,78 +194,37 @@ def fit_treed_gp(
         >>> model.posterior(X[:3]).mean.shape
         torch.Size([3, 1])
     """
-    # treebo.optim imports the models (its acquisitions use them).
-    from treebo.optim.lbfgsb import minimize_independent
-
     if maxiter < 1:
         raise ValueError(f"maxiter must be >= 1, got {maxiter}.")
-    start = time.monotonic()
-    L = model.num_leaves
     scale = model.covar_module.base_kernel
     noise = model.likelihood.noise.detach().squeeze(-1)
     init = (noise / scale.outputscale.detach()).clamp(min=MIN_NOISE_RATIO).log()
+    log_ratio = init.clone().requires_grad_(True)
+    profiled = set(PROFILED_PRIORS)
     free, bounds = get_parameters_and_bounds(
         model,
         requires_grad=True,
         name_filter=lambda name: "lengthscale" in name or name.startswith("warp."),
     )
-    for name, param in free.items():
-        if param.dim() == 0 or param.shape[0] != L:
-            raise ValueError(
-                f"{name} must hold one block per leaf ({L}), got shape "
-                f"{tuple(param.shape)}."
-            )
-    params = list(free.values())
-    widths = [param[0].numel() for param in params]
-
-    def leaf_bound(name: str, side: int, fill: float) -> Tensor:
-        bound = bounds.get(name, (None, None))[side]
-        value = fill if bound is None else bound
-        return torch.as_tensor(value).to(init).expand(free[name][0].shape).reshape(-1)
-
-    lower = torch.cat(
-        [leaf_bound(name, 0, -math.inf) for name in free]
-        + [init.new_tensor([math.log(MIN_NOISE_RATIO)])]
-    )
-    upper = torch.cat(
-        [leaf_bound(name, 1, math.inf) for name in free] + [init.new_tensor([math.inf])]
-    )
-    x0 = torch.cat([p.detach().reshape(L, -1) for p in params] + [init[:, None]], -1)
-    other_priors = [
-        (name, module, prior, closure)
-        for name, module, prior, closure, _ in model.named_priors()
-        if name not in PROFILED_PRIORS
-    ]
+    free = dict(free, log_ratio=log_ratio)
+    bounds = dict(bounds, log_ratio=(math.log(MIN_NOISE_RATIO), None))
     n = model.train_targets.shape[-1]
 
-    def leaf_losses(x: Tensor) -> tuple[Tensor, Tensor]:
-        with torch.no_grad():
-            for param, block in zip(params, x[:, :-1].split(widths, -1), strict=True):
-                param.copy_(block.reshape(param.shape))
-        log_ratio = x[:, -1].detach().clone().requires_grad_(True)
-        values, _, _ = profiled_leaf_log_likelihoods(model, log_ratio)
-        for name, module, prior, closure in other_priors:
-            log_prob = prior.log_prob(closure(module))
-            if log_prob.dim() == 0 or log_prob.shape[0] != L:
-                raise ValueError(f"The prior {name} is not one block per leaf.")
-            values = values + log_prob.reshape(L, -1).sum(-1)
-        losses = -values / n
-        inputs = [*params, log_ratio]
-        grads = torch.autograd.grad(losses.sum(), inputs, allow_unused=True)
-        grads = [
-            torch.zeros_like(t) if g is None else g
-            for g, t in zip(grads, inputs, strict=True)
-        ]
-        return losses.detach(), torch.cat([g.reshape(L, -1) for g in grads], -1)
+    def objective() -> Tensor:
+        value, _, _ = profiled_pseudo_log_likelihood(model, log_ratio)
+        for name, module, prior, closure, _ in model.named_priors():
+            if name not in profiled:
+                value = value + prior.log_prob(closure(module)).sum()
+        return -value / n
 
     model.train()
-    x, losses, steps = minimize_independent(
-        leaf_losses, x0, lower, upper, maxiter=maxiter, ftol=ftol
+    result = scipy_minimize(
+        closure=ForwardBackwardClosure(forward=objective, parameters=free),
+        parameters=free,
+        bounds=bounds,
+        options={"maxiter": maxiter, "ftol": ftol},
     )
     with torch.no_grad():
-        for param, block in zip(params, x[:, :-1].split(widths, -1), strict=True):
-            param.copy_(block.reshape(param.shape))
-        log_ratio = x[:, -1]
         _, mean, log_scale = profiled_pseudo_log_likelihood(model, log_ratio)
         floor = model.likelihood.noise_covar.raw_noise_constraint.lower_bound
         model.mean_constant.copy_(mean)
@@ -302,16 +232,4 @@ def fit_treed_gp(
         noise = torch.maximum((log_ratio + log_scale).exp(), floor.to(mean))
         model.likelihood.noise = noise.unsqueeze(-1)
     model.eval()
-    step = int(steps.max())
-    stopped = step >= maxiter
-    return OptimizationResult(
-        step=step,
-        fval=float(losses.sum()),
-        status=OptimizationStatus.STOPPED if stopped else OptimizationStatus.SUCCESS,
-        runtime=time.monotonic() - start,
-        message=(
-            f"{int((steps >= maxiter).sum())} of {L} leaves reached maxiter"
-            if stopped
-            else f"all {L} leaves converged"
-        ),
-    )
+    return result

@@ -1,6 +1,6 @@
 """Optimizers for acquisition functions on tree-structured spaces."""
 
-from treebo.optim.lbfgsb import maximize_batched, minimize_independent
+from treebo.optim.lbfgsb import maximize_batched
 from treebo.optim.local_refinement import local_refinement_candidate
 from treebo.optim.message_passing import message_passing_discrete
 from treebo.optim.mixed import NeighbourTable, optimize_acqf_mixed_tree
@@ -18,7 +18,6 @@ __all__ = [
     "local_refinement_candidate",
     "maximize_batched",
     "message_passing_discrete",
-    "minimize_independent",
     "optimize_acqf_mixed_tree",
     "optimize_acqf_sobol",
     "optimize_acqf_tree",
