@@ -10,7 +10,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from treebo.models import TreedGP, WeightedPseudoLikelihood
 from treebo.models.treed_fit import (
     PROFILED_PRIORS,
-    GaussianQuadratics,
+    MaternGaussianQuadratics,
     fit_treed_gp,
     profiled_pseudo_log_likelihood,
 )
@@ -57,20 +57,25 @@ def _other_priors(model):
     )
 
 
-def test_gaussian_quadratics_values_and_gradients():
+@pytest.mark.parametrize("d", [2, 6])  # both ways of forming distances
+def test_matern_gaussian_quadratics_values_and_gradients(d):
     gen = torch.Generator().manual_seed(0)
-    M = torch.randn(3, 5, 5, generator=gen, dtype=torch.float64)
-    C = (M @ M.mT + 5 * torch.eye(5, dtype=torch.float64)).requires_grad_(True)
-    r = torch.randn(3, 5, 2, generator=gen, dtype=torch.float64)
-
-    def quadratics(C):
-        return GaussianQuadratics.apply(0.5 * (C + C.mT), r)
-
-    gram, half_logdet = quadratics(C)
-    S = 0.5 * (C + C.mT)
-    assert torch.allclose(gram, r.mT @ torch.linalg.solve(S, r))
-    assert torch.allclose(half_logdet, 0.5 * torch.logdet(S))
-    assert torch.autograd.gradcheck(quadratics, (C,))
+    Z = torch.rand(3, 5, d, generator=gen, dtype=torch.float64) * 3
+    diag = torch.rand(3, 5, generator=gen, dtype=torch.float64) + 0.1
+    w = torch.ones(3, 5, dtype=torch.float64)
+    w[1, 3:] = 0.0  # padding rows: independent unit variables in ``diag``
+    r = torch.randn(3, 5, 2, generator=gen, dtype=torch.float64) * w.unsqueeze(-1)
+    gram, half_logdet = MaternGaussianQuadratics.apply(Z, diag, w, r)
+    dist = torch.cdist(Z, Z)
+    s5 = 5**0.5 * dist
+    K = (1 + s5 + s5.square() / 3) * torch.exp(-s5)
+    C = K * w.unsqueeze(-1) * w.unsqueeze(-2) + torch.diag_embed(diag)
+    assert torch.allclose(gram, r.mT @ torch.linalg.solve(C, r))
+    assert torch.allclose(half_logdet, 0.5 * torch.logdet(C))
+    assert torch.autograd.gradcheck(
+        lambda Z, diag: MaternGaussianQuadratics.apply(Z, diag, w, r),
+        (Z.requires_grad_(True), diag.requires_grad_(True)),
+    )
 
 
 def test_profiled_value_is_the_full_objective_at_the_profiled_mean_and_scale():

@@ -44,6 +44,7 @@ from botorch.optim.utils import get_parameters_and_bounds
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
+from treebo.kernels.correlation import _matern52_parts, _pairwise_sq_dist
 from treebo.kernels.treed import MIN_OUTPUTSCALE
 
 #: Smallest noise-to-signal ratio the fit considers (the noise floor of the
@@ -59,34 +60,57 @@ PROFILED_PRIORS = (
 )
 
 
-class GaussianQuadratics(torch.autograd.Function):
-    r"""Quadratic forms and log-determinant of a batch of covariance matrices.
+class MaternGaussianQuadratics(torch.autograd.Function):
+    r"""Gaussian quadratic forms and log-determinants of Matern-5/2 factors.
 
-    For ``C`` (``B x m x m``, positive definite) and ``r`` (``B x m x k``,
-    constant), returns ``G = r^T C^{-1} r`` (``B x k x k``) and
-    :math:`\tfrac12 \log |C|` (``B``). The backward pass is written out,
-    :math:`\partial / \partial C = -C^{-1} r\, \bar G\, r^\top C^{-1} +
-    \tfrac12 \bar h\, C^{-1}` (symmetrized), so it costs one Cholesky
-    inverse instead of differentiating through the factorization.
+    For scaled inputs ``Z`` (``B x m x d``: inputs over lengthscales), a
+    membership mask ``w`` (``B x m``, 1 on members, 0 on padding), a
+    diagonal ``a`` (``B x m``) and right-hand sides ``r`` (``B x m x k``,
+    constant), builds
+
+    .. math::
+
+        C = \kappa(\lVert Z_i - Z_j \rVert^2) \odot w w^\top
+            + \operatorname{diag}(a)
+
+    (:math:`\kappa` the Matern-5/2 correlation) and returns ``G = r^T
+    C^{-1} r`` (``B x k x k``) and :math:`\tfrac12 \log |C|` (``B``). The
+    backward pass is written out: with :math:`\bar C = -C^{-1} r\, \bar G\,
+    r^\top C^{-1} + \tfrac12 \bar h\, C^{-1}` (symmetrized),
+    :math:`\bar a = \operatorname{diag} \bar C` and, for
+    :math:`S = \bar C \odot w w^\top \odot \kappa'`,
+    :math:`\bar Z = 4 (\operatorname{diag}(S 1) Z - S Z)`, so one
+    Cholesky inverse and two batched products replace an autograd graph
+    over every ``B x m x m`` intermediate (the fit evaluates this many times
+    on small matrices, where each graph node's overhead dominates).
     """
 
     @staticmethod
-    def forward(ctx, C: Tensor, r: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(
+        ctx, Z: Tensor, diag: Tensor, w: Tensor, r: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        sq = _pairwise_sq_dist(Z, Z)
+        k, t = _matern52_parts(sq)
+        ww = w.unsqueeze(-1) * w.unsqueeze(-2)
+        C = k.mul_(ww) + torch.diag_embed(diag)
         chol = psd_safe_cholesky(C)
         A = torch.cholesky_solve(r, chol)  # C^{-1} r
         half_logdet = chol.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-        ctx.save_for_backward(chol, A)
+        ctx.save_for_backward(Z, chol, A, t.mul_(ww))
         return r.transpose(-1, -2) @ A, half_logdet
 
     @staticmethod
     def backward(ctx, grad_gram: Tensor, grad_half_logdet: Tensor):
-        chol, A = ctx.saved_tensors
+        Z, chol, A, tww = ctx.saved_tensors
         sym = 0.5 * (grad_gram + grad_gram.transpose(-1, -2))
-        grad = -(A @ sym @ A.transpose(-1, -2))
-        grad = grad + 0.5 * grad_half_logdet[..., None, None] * torch.cholesky_inverse(
-            chol
+        grad_C = torch.cholesky_inverse(chol).mul_(
+            0.5 * grad_half_logdet[..., None, None]
         )
-        return grad, None
+        grad_C = grad_C.sub_(A @ sym @ A.transpose(-1, -2))
+        grad_diag = grad_C.diagonal(dim1=-2, dim2=-1).clone()
+        S = grad_C.mul_(tww)  # d kappa / d(r^2) = -5/6 t, applied below
+        grad_Z = (Z * S.sum(-1, keepdim=True) - S @ Z).mul_(-10.0 / 3.0)
+        return grad_Z, grad_diag, None, None
 
 
 def _log_normal(prior: torch.nn.Module) -> tuple[float, float]:
@@ -114,17 +138,16 @@ def profiled_pseudo_log_likelihood(
     L = model.num_leaves
     ratio = log_ratio.exp()
     parts = []  # per group: leaf, weight, gram, log|C| / 2, weighted count
-    for index, rows, leaf, weight in model.factor_groups():
-        X = model._leaf_inputs(model.train_inputs[0][index], leaf)
-        R = model._leaf_correlation(X, X, leaf)
-        w = rows.to(R)
-        C = R * w.unsqueeze(-1) * w.unsqueeze(-2)
-        C = C + torch.diag_embed(w * ratio[leaf].unsqueeze(-1) + (1 - w))
-        rhs = torch.stack([model.train_targets[index] * w, w], dim=-1)
+    lengthscale = model.covar_module.base_kernel.base_kernel.lengthscale
+    for group in model.factor_groups():
+        leaf, w = group.leaf, group.mask
+        X = model._leaf_inputs(group.inputs, leaf)
+        Z = X / lengthscale[leaf]  # B x m x d
+        diag = torch.addcmul(1 - w, w, ratio[leaf].unsqueeze(-1))
         # B x 2 x 2: y'C^-1 y, y'C^-1 1, 1'C^-1 1; and log|C| / 2.
-        gram, half_logdet = GaussianQuadratics.apply(C, rhs)
-        w_f = weight.to(R)
-        parts.append((leaf, w_f, gram, half_logdet, w_f * rows.sum(-1).to(R)))
+        gram, half_logdet = MaternGaussianQuadratics.apply(Z, diag, w, group.rhs)
+        w_f = group.weight.to(Z)
+        parts.append((leaf, w_f, gram, half_logdet, w_f * w.sum(-1)))
     # All factors at once (F of them), summed into their leaves.
     leaf, w_f, gram, half_logdet, n_f = (torch.cat(p) for p in zip(*parts, strict=True))
     zeros = log_ratio.new_zeros(L)
@@ -164,7 +187,9 @@ def profiled_pseudo_log_likelihood(
 
 
 def fit_treed_gp(
-    model: torch.nn.Module, maxiter: int = 200, ftol: float = 1e-9
+    model: torch.nn.Module,
+    maxiter: int = 200,
+    ftol: float = 1e-9,
 ) -> OptimizationResult:
     r"""Fit a :class:`~treebo.models.TreedGP`'s hyper-parameters (MAP).
 
@@ -200,7 +225,6 @@ def fit_treed_gp(
     noise = model.likelihood.noise.detach().squeeze(-1)
     init = (noise / scale.outputscale.detach()).clamp(min=MIN_NOISE_RATIO).log()
     log_ratio = init.clone().requires_grad_(True)
-    profiled = set(PROFILED_PRIORS)
     free, bounds = get_parameters_and_bounds(
         model,
         requires_grad=True,
@@ -208,13 +232,17 @@ def fit_treed_gp(
     )
     free = dict(free, log_ratio=log_ratio)
     bounds = dict(bounds, log_ratio=(math.log(MIN_NOISE_RATIO), None))
+    other_priors = [
+        (module, prior, closure)
+        for name, module, prior, closure, _ in model.named_priors()
+        if name not in PROFILED_PRIORS
+    ]
     n = model.train_targets.shape[-1]
 
     def objective() -> Tensor:
         value, _, _ = profiled_pseudo_log_likelihood(model, log_ratio)
-        for name, module, prior, closure, _ in model.named_priors():
-            if name not in profiled:
-                value = value + prior.log_prob(closure(module)).sum()
+        for module, prior, closure in other_priors:
+            value = value + prior.log_prob(closure(module)).sum()
         return -value / n
 
     model.train()

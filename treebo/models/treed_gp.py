@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from botorch.acquisition.objective import PosteriorTransform
@@ -63,6 +63,28 @@ from treebo.models.treed_fit import fit_treed_gp
 MIN_VARIANCE = 1e-12
 #: Inputs are squeezed into [eps, 1 - eps] before a Kumaraswamy warp.
 WARP_EPS = 1e-7
+
+
+class FactorGroup(NamedTuple):
+    """A batch of ``B`` pseudo-likelihood factors padded to ``m`` rows.
+
+    Attributes:
+        index: ``B x m`` long: each row's training point (0 on padding).
+        rows: ``B x m`` bool: which rows are members (the rest is padding).
+        leaf: ``B`` long: the leaf whose hyper-parameters the factor uses.
+        weight: ``B``: the factor's weight :math:`2 / (1 + \text{level})`.
+        inputs: ``B x m x d``: the rows' inputs (unit cube, unwarped).
+        mask: ``B x m``: ``rows`` as floats.
+        rhs: ``B x m x 2``: the rows' outcomes and ones, zero on padding.
+    """
+
+    index: Tensor
+    rows: Tensor
+    leaf: Tensor
+    weight: Tensor
+    inputs: Tensor
+    mask: Tensor
+    rhs: Tensor
 
 
 class TreedGP(Model, GP):
@@ -185,7 +207,10 @@ class TreedGP(Model, GP):
 
         Factors are grouped by size (padded to the next power of two, at
         least 4), so that padding wastes at most half of each group's rows;
-        each group is one batch of Gaussian log-likelihoods.
+        each group is one batch of Gaussian log-likelihoods. Each group also
+        keeps its (unwarped) inputs, its membership as floats and its
+        right-hand sides ``[y * w, w]``, which every evaluation of the fit
+        would otherwise gather again.
         """
         part = self.partition
         ancestors = part.ancestors()  # L x (D + 1)
@@ -208,18 +233,26 @@ class TreedGP(Model, GP):
             self.register_buffer(
                 f"factor_weight_{k}", 2.0 / (1.0 + level[sel].double())
             )
+            w = rows.to(self.train_inputs[0])
+            self.register_buffer(f"factor_inputs_{k}", self.train_inputs[0][index])
+            self.register_buffer(f"factor_mask_{k}", w)
+            self.register_buffer(
+                f"factor_rhs_{k}",
+                torch.stack([self.train_targets[index] * w, w], dim=-1),
+            )
             self.num_factor_groups += 1
         leaf_index, leaf_rows = padded_rows(part.leaf_members)
         self.register_buffer("leaf_data_index", leaf_index)
         self.register_buffer("leaf_data_rows", leaf_rows)
 
-    def factor_groups(self) -> list[tuple[Tensor, Tensor, Tensor, Tensor]]:
-        """``(index, rows, leaf, weight)`` of each group of factors: ``B x m``
-        training rows and validity, and the ``B`` leaves and weights."""
+    def factor_groups(self) -> list[FactorGroup]:
+        """The :class:`FactorGroup` of each size class of factors."""
         return [
-            tuple(
-                getattr(self, f"factor_{name}_{k}")
-                for name in ("index", "rows", "leaf", "weight")
+            FactorGroup(
+                *(
+                    getattr(self, f"factor_{name}_{k}")
+                    for name in FactorGroup._fields
+                )
             )
             for k in range(self.num_factor_groups)
         ]
@@ -321,7 +354,7 @@ class TreedGP(Model, GP):
         r"""The weighted pseudo-likelihood :math:`\mathcal{L}(\theta)` (the
         sum over every leaf's factors, without priors)."""
         total = self.mean_constant.new_zeros(())
-        for index, rows, leaf, weight in self.factor_groups():
+        for index, rows, leaf, weight, *_ in self.factor_groups():
             chol, resid, _ = self._gaussian_terms(index, rows, leaf)
             alpha = torch.linalg.solve_triangular(
                 chol, resid.unsqueeze(-1), upper=False
@@ -376,6 +409,12 @@ class TreedGP(Model, GP):
     def _leaf_solves(self, points: Tensor, leaf: Tensor) -> tuple[Tensor, Tensor]:
         r"""Posterior means and whitened cross-covariances of ``P`` points.
 
+        The points are sorted by leaf and cut into blocks of at most ``S``
+        points of one leaf (``S`` about ``P / (2L)``, at least 32), so that a
+        leaf holding most of the points costs no padding in the others; each
+        block is solved against its leaf's Cholesky factor in one batched
+        triangular solve.
+
         Args:
             points: ``P x d`` points as their leaves' kernels see them.
             leaf: ``P`` long: the leaf of each point.
@@ -387,25 +426,38 @@ class TreedGP(Model, GP):
             :math:`k_l(x, x') - V_x \cdot V_{x'}`.
         """
         chol, alpha, Xl = self._leaf_posterior_terms()
-        L = self.num_leaves
+        L, P = self.num_leaves, leaf.numel()
+        size = max(32, -(-P // (2 * L)))  # points per block
         order = leaf.argsort(stable=True)
         counts = torch.bincount(leaf, minlength=L)
-        starts = counts.cumsum(0) - counts
+        blocks = torch.div(counts + size - 1, size, rounding_mode="floor")
+        num_blocks = int(blocks.sum())
+        first_block = blocks.cumsum(0) - blocks
         sorted_leaf = leaf[order]
-        rank = torch.arange(leaf.numel(), device=leaf.device) - starts[sorted_leaf]
-        slot = torch.full(
-            (L, max(int(counts.max()), 1)), -1, dtype=torch.long, device=leaf.device
+        rank = torch.arange(P, device=leaf.device) - (counts.cumsum(0) - counts)[
+            sorted_leaf
+        ]
+        block = first_block[sorted_leaf] + torch.div(rank, size, rounding_mode="floor")
+        slot = torch.full((num_blocks, size), -1, dtype=torch.long, device=leaf.device)
+        slot[block, rank % size] = order
+        block_leaf = torch.repeat_interleave(
+            torch.arange(L, device=leaf.device), blocks, output_size=num_blocks
         )
-        slot[sorted_leaf, rank] = order
-        valid = slot >= 0
-        grouped = points[slot.clamp(min=0)]  # L x N x d
-        leaves = torch.arange(L, device=leaf.device)
-        rows = self.leaf_data_rows.to(points).unsqueeze(-2)  # L x 1 x m
-        Kx = self._leaf_kernel(grouped, Xl, leaves) * rows  # L x N x m
-        mean = self.mean_constant.unsqueeze(-1) + (Kx @ alpha).squeeze(-1)
-        V = torch.linalg.solve_triangular(chol, Kx.transpose(-1, -2), upper=False)
-        back = order.argsort()  # from (leaf, rank) order back to the input's
-        return mean[valid][back], V.transpose(-1, -2)[valid][back]
+        grouped = points[slot.clamp(min=0)]  # blocks x size x d
+        rows = self.leaf_data_rows.to(points)[block_leaf].unsqueeze(-2)  # b x 1 x m
+        Kx = self._leaf_kernel(grouped, Xl[block_leaf], block_leaf) * rows
+        mean = self.mean_constant[block_leaf].unsqueeze(-1) + (
+            Kx @ alpha[block_leaf]
+        ).squeeze(-1)
+        V = torch.linalg.solve_triangular(
+            chol[block_leaf], Kx.transpose(-1, -2), upper=False
+        )
+        # From (block, position) order back to the input's.
+        valid = (slot >= 0).reshape(-1)
+        back = order.argsort()
+        mean = mean.reshape(-1)[valid][back]
+        V = V.transpose(-1, -2).reshape(-1, V.shape[-2])[valid][back]
+        return mean, V
 
     # ------------------------------------------------------------ posterior
     def posterior(
