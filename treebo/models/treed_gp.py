@@ -249,10 +249,7 @@ class TreedGP(Model, GP):
         """The :class:`FactorGroup` of each size class of factors."""
         return [
             FactorGroup(
-                *(
-                    getattr(self, f"factor_{name}_{k}")
-                    for name in FactorGroup._fields
-                )
+                *(getattr(self, f"factor_{name}_{k}") for name in FactorGroup._fields)
             )
             for k in range(self.num_factor_groups)
         ]
@@ -434,9 +431,10 @@ class TreedGP(Model, GP):
         num_blocks = int(blocks.sum())
         first_block = blocks.cumsum(0) - blocks
         sorted_leaf = leaf[order]
-        rank = torch.arange(P, device=leaf.device) - (counts.cumsum(0) - counts)[
-            sorted_leaf
-        ]
+        rank = (
+            torch.arange(P, device=leaf.device)
+            - (counts.cumsum(0) - counts)[sorted_leaf]
+        )
         block = first_block[sorted_leaf] + torch.div(rank, size, rounding_mode="floor")
         slot = torch.full((num_blocks, size), -1, dtype=torch.long, device=leaf.device)
         slot[block, rank % size] = order
