@@ -1,9 +1,11 @@
 r"""Stationary correlations of squared distances, with hand-written gradients.
 
 :func:`stationary_correlation` evaluates the RBF or Matern-5/2 correlation of a
-squared distance. :class:`SlotGram` computes the Gram matrix of the slot
-encoding of :class:`~treebo.kernels.AddTreeKernel` in one pass: for inputs
-``a`` (``S x n x D``) and ``b`` (``S x m x D``) already divided by their
+squared distance (:func:`matern52_parts` also returns the factor of the Matern
+derivative; :func:`pairwise_sq_dist` forms squared distances).
+:class:`SlotGram` computes the Gram matrix of the slot encoding of
+:class:`~treebo.kernels.AddTreeKernel` in one pass: for inputs ``a``
+(``S x n x D``) and ``b`` (``S x m x D``) already divided by their
 lengthscales, and pair weights ``w`` (``S x n x m``),
 
 .. math::
@@ -24,7 +26,7 @@ from torch import Tensor
 _SQRT5 = math.sqrt(5.0)
 
 
-def _matern52_parts(sq_dist: Tensor) -> tuple[Tensor, Tensor]:
+def matern52_parts(sq_dist: Tensor) -> tuple[Tensor, Tensor]:
     r"""Matern-5/2 correlation and the factor of its derivative.
 
     For squared distances :math:`r^2 \ge 0`, returns
@@ -42,13 +44,13 @@ def _matern52_parts(sq_dist: Tensor) -> tuple[Tensor, Tensor]:
 class _Matern52FromSquared(torch.autograd.Function):
     r"""Matern-5/2 correlation of squared distances with a fused backward.
 
-    Saving only the derivative factor of :func:`_matern52_parts` keeps memory
+    Saving only the derivative factor of :func:`matern52_parts` keeps memory
     and time of the backward pass low on large ``n x m x S`` tensors.
     """
 
     @staticmethod
     def forward(ctx, sq_dist: Tensor) -> Tensor:
-        k, t = _matern52_parts(sq_dist)
+        k, t = matern52_parts(sq_dist)
         ctx.save_for_backward(t)
         return k
 
@@ -58,8 +60,9 @@ class _Matern52FromSquared(torch.autograd.Function):
         return grad * t * (-5.0 / 6.0)
 
 
-def _pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
-    """Squared distances (``*b x S x n x m``) of slot features ``a`` and ``b``."""
+def pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
+    """Squared distances ``... x n x m`` between the rows of ``a`` (``... x n x
+    D``) and ``b`` (``... x m x D``); batch shapes broadcast."""
     if a.shape[-1] <= 4:
         # Feature dimension first: the reduction runs over the outer axis.
         A, B = a.movedim(-1, 0), b.movedim(-1, 0)  # D x *b x S x n
@@ -89,14 +92,14 @@ class SlotGram(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a: Tensor, b: Tensor, w: Tensor, base_kernel: str) -> Tensor:
-        sq = _pairwise_sq_dist(a, b)
+        sq = pairwise_sq_dist(a, b)
         needs_ab = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
         if base_kernel == "rbf":
             k = sq.mul_(-0.5).exp_()
             dk = k if needs_ab else None  # dk/d(sq) = -k / 2, scaled in backward
             ctx.dk_scale = -0.5
         else:
-            k, t = _matern52_parts(sq)
+            k, t = matern52_parts(sq)
             dk = t if needs_ab else None  # dk/d(sq) = -5/6 of this
             ctx.dk_scale = -5.0 / 6.0
         ctx.save_for_backward(a, b, w, k if ctx.needs_input_grad[2] else None, dk)

@@ -44,7 +44,7 @@ from botorch.optim.utils import get_parameters_and_bounds
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-from treebo.kernels.correlation import _matern52_parts, _pairwise_sq_dist
+from treebo.kernels.correlation import matern52_parts, pairwise_sq_dist
 from treebo.kernels.treed import MIN_OUTPUTSCALE
 
 #: Smallest noise-to-signal ratio the fit considers (the noise floor of the
@@ -89,8 +89,8 @@ class MaternGaussianQuadratics(torch.autograd.Function):
     def forward(
         ctx, Z: Tensor, diag: Tensor, w: Tensor, r: Tensor
     ) -> tuple[Tensor, Tensor]:
-        sq = _pairwise_sq_dist(Z, Z)
-        k, t = _matern52_parts(sq)
+        sq = pairwise_sq_dist(Z, Z)
+        k, t = matern52_parts(sq)
         ww = w.unsqueeze(-1) * w.unsqueeze(-2)
         C = k.mul_(ww) + torch.diag_embed(diag)
         chol = psd_safe_cholesky(C)
@@ -187,9 +187,7 @@ def profiled_pseudo_log_likelihood(
 
 
 def fit_treed_gp(
-    model: torch.nn.Module,
-    maxiter: int = 200,
-    ftol: float = 1e-9,
+    model: torch.nn.Module, maxiter: int = 200, ftol: float = 1e-9
 ) -> OptimizationResult:
     r"""Fit a :class:`~treebo.models.TreedGP`'s hyper-parameters (MAP).
 
