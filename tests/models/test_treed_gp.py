@@ -88,6 +88,27 @@ def test_posterior_is_the_leaf_gp_of_each_point():
         assert bool((cov[~same] == 0).all())  # leaves are independent
 
 
+def test_many_points_at_once_match_one_at_a_time():
+    # Many points are cut into several blocks per leaf; the result must not
+    # depend on the layout.
+    X, Y = _data()
+    model = _perturbed(TreedGP(X, Y))
+    Xq = torch.rand(300, 1, 2, dtype=torch.float64)
+    assert model.leaf_index(Xq).unique().numel() > 1
+    with torch.no_grad():
+        batch = model.posterior(Xq)
+        single = [model.posterior(x.unsqueeze(0)) for x in Xq[:40]]
+    torch.testing.assert_close(
+        batch.mean[:40], torch.cat([p.mean for p in single]), rtol=1e-10, atol=1e-12
+    )
+    torch.testing.assert_close(
+        batch.variance[:40],
+        torch.cat([p.variance for p in single]),
+        rtol=1e-10,
+        atol=1e-12,
+    )
+
+
 def test_outcome_transform_and_observation_noise():
     X, Y = _data()
     scaled = TreedGP(X, 10 * Y + 3)
