@@ -159,9 +159,9 @@ def profiled_pseudo_log_likelihood(
     Q = zeros.index_add(0, leaf, w_f * quad)
     N = zeros.index_add(0, leaf, n_f)
     D = zeros.index_add(0, leaf, w_f * half_logdet)
-    priors = dict((name, prior) for name, _, prior, _, _ in model.named_priors())
-    loc_s, scale_s = _log_normal(priors[PROFILED_PRIORS[0]])
-    loc_n, scale_n = _log_normal(priors[PROFILED_PRIORS[1]])
+    # The two priors named in PROFILED_PRIORS.
+    loc_s, scale_s = _log_normal(model.covar_module.base_kernel.outputscale_prior)
+    loc_n, scale_n = _log_normal(model.likelihood.noise_covar.noise_prior)
     # Newton's method on g(t) (module docstring); g'' < 0 everywhere.
     with torch.no_grad():
         q, n, lr = Q.detach(), N.detach(), log_ratio.detach()
