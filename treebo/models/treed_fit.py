@@ -25,9 +25,10 @@ with :math:`C_f = R_l + \lambda_l I` on the factor's points, :math:`Q_l =
 the output scale and the noise (Newton's method, a few steps). L-BFGS-B then
 searches only the lengthscales, the ratios and the warps. This is the same
 maximum a posteriori point as optimizing all hyper-parameters together
-(:class:`~treebo.models.treed_gp.WeightedPseudoLikelihood`), in fewer
-iterations: the mean and the output scale are the directions along which
-the full objective is flattest. Gradients need no differentiation through
+(:class:`WeightedPseudoLikelihood`, the objective as a GPyTorch marginal
+likelihood, which ``botorch.fit.fit_gpytorch_mll`` dispatches here), in
+fewer iterations: the mean and the output scale are the directions along
+which the full objective is flattest. Gradients need no differentiation through
 :math:`\mu^*` or :math:`t^*` (they are stationary points, so the envelope
 theorem applies), except where the noise floor binds and :math:`t^* = \log
 s_{\min}^2 - \log \lambda_l` is differentiated as written.
@@ -36,16 +37,21 @@ s_{\min}^2 - \log \lambda_l` is differentiated as written.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import torch
 from botorch.optim.closures import ForwardBackwardClosure
 from botorch.optim.core import OptimizationResult, scipy_minimize
 from botorch.optim.utils import get_parameters_and_bounds
+from gpytorch.mlls import MarginalLogLikelihood
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from treebo.kernels.correlation import matern52_parts, pairwise_sq_dist
 from treebo.kernels.treed import MIN_OUTPUTSCALE
+
+if TYPE_CHECKING:
+    from treebo.models.treed_gp import TreedGP
 
 #: Smallest noise-to-signal ratio the fit considers (the noise floor of the
 #: model still bounds the noise itself).
@@ -192,7 +198,7 @@ def fit_treed_gp(
     r"""Fit a :class:`~treebo.models.TreedGP`'s hyper-parameters (MAP).
 
     Maximizes the weighted pseudo-likelihood plus the log priors (the
-    objective of :class:`~treebo.models.treed_gp.WeightedPseudoLikelihood`)
+    objective of :class:`WeightedPseudoLikelihood`)
     by L-BFGS-B over the lengthscales, the noise-to-signal ratios and the
     warps, with each leaf's mean and output scale profiled out (module
     docstring), then writes the means, output scales and noises into the
@@ -259,3 +265,31 @@ def fit_treed_gp(
         model.likelihood.noise = noise.unsqueeze(-1)
     model.eval()
     return result
+
+
+class WeightedPseudoLikelihood(MarginalLogLikelihood):
+    r"""The objective that fits a :class:`~treebo.models.TreedGP`'s leaves: the weighted
+    pseudo-likelihood plus the log priors, divided by the number of training
+    points. ``botorch.fit.fit_gpytorch_mll`` maximizes it (through
+    :meth:`~treebo.models.TreedGP.custom_fit`: L-BFGS-B over the lengthscales, warps and
+    noise-to-signal ratios, with each leaf's mean and output scale profiled
+    out; :func:`fit_treed_gp`).
+
+    Args:
+        model: The :class:`~treebo.models.TreedGP`.
+    """
+
+    def __init__(self, model: TreedGP) -> None:
+        super().__init__(model.likelihood, model)
+
+    def forward(self, *args: Any, **kwargs: Any) -> Tensor:
+        del args, kwargs  # the model holds its data
+        model = self.model
+        value = model.pseudo_log_likelihood()
+        for _, module, prior, closure, _ in model.named_priors():
+            value = value + prior.log_prob(closure(module)).sum()
+        return value / model.train_targets.shape[-1]
+
+    def compute_custom_loss(self) -> Tensor:
+        """The loss BoTorch's fitting routine minimizes (``-self()``)."""
+        return -self()

@@ -57,7 +57,7 @@ from treebo.kernels.correlation import stationary_correlation
 from treebo.kernels.treed import TreedLeafKernel
 from treebo.models.partition import build_partition, padded_rows
 from treebo.models.partition_pruning import loo_prune
-from treebo.models.treed_fit import fit_treed_gp
+from treebo.models.treed_fit import WeightedPseudoLikelihood, fit_treed_gp
 
 #: Smallest posterior variance returned (standardized units).
 MIN_VARIANCE = 1e-12
@@ -514,31 +514,3 @@ class TreedGP(Model, GP):
         if posterior_transform is not None:
             return posterior_transform(posterior)
         return posterior
-
-
-class WeightedPseudoLikelihood(MarginalLogLikelihood):
-    r"""The objective that fits a :class:`TreedGP`'s leaves: the weighted
-    pseudo-likelihood plus the log priors, divided by the number of training
-    points. ``botorch.fit.fit_gpytorch_mll`` maximizes it (through
-    :meth:`TreedGP.custom_fit`: L-BFGS-B over the lengthscales, warps and
-    noise-to-signal ratios, with each leaf's mean and output scale profiled
-    out; :mod:`treebo.models.treed_fit`).
-
-    Args:
-        model: The :class:`TreedGP`.
-    """
-
-    def __init__(self, model: TreedGP) -> None:
-        super().__init__(model.likelihood, model)
-
-    def forward(self, *args: Any, **kwargs: Any) -> Tensor:
-        del args, kwargs  # the model holds its data
-        model = self.model
-        value = model.pseudo_log_likelihood()
-        for _, module, prior, closure, _ in model.named_priors():
-            value = value + prior.log_prob(closure(module)).sum()
-        return value / model.train_targets.shape[-1]
-
-    def compute_custom_loss(self) -> Tensor:
-        """The loss BoTorch's fitting routine minimizes (``-self()``)."""
-        return -self()
