@@ -66,7 +66,7 @@ WARP_EPS = 1e-7
 
 
 class FactorGroup(NamedTuple):
-    """A batch of ``B`` pseudo-likelihood factors padded to ``m`` rows.
+    r"""A batch of ``B`` pseudo-likelihood factors padded to ``m`` rows.
 
     Attributes:
         index: ``B x m`` long: each row's training point (0 on padding).
