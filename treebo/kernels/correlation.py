@@ -33,6 +33,17 @@ def matern52_parts(sq_dist: Tensor) -> tuple[Tensor, Tensor]:
     :math:`\kappa = (1 + \sqrt5 r + 5r^2/3)e^{-\sqrt5 r}` and
     :math:`t = (1 + \sqrt5 r) e^{-\sqrt5 r}`, with
     :math:`d\kappa/d(r^2) = -\tfrac56 t` (finite at :math:`r = 0`).
+
+    Args:
+        sq_dist: Squared scaled distances, any shape.
+
+    Returns:
+        ``(kappa, t)``, both of ``sq_dist``'s shape.
+
+    Example:
+        >>> k, t = matern52_parts(torch.tensor([0.0, 1.0], dtype=torch.float64))
+        >>> [round(v, 4) for v in k.tolist()], [round(v, 4) for v in t.tolist()]
+        ([1.0, 0.524], [1.0, 0.3459])
     """
     r = sq_dist.clamp_min(0).sqrt()
     e = r.mul(-_SQRT5).exp_()
@@ -61,8 +72,24 @@ class _Matern52FromSquared(torch.autograd.Function):
 
 
 def pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
-    """Squared distances ``... x n x m`` between the rows of ``a`` (``... x n x
-    D``) and ``b`` (``... x m x D``); batch shapes broadcast."""
+    r"""Squared Euclidean distances between the rows of two point sets.
+
+    Low dimensions (``D <= 4``) take differences feature by feature; higher
+    ones use :math:`|a|^2 + |b|^2 - 2 a \cdot b` about the mean of ``a``
+    (clamped at 0).
+
+    Args:
+        a: ``... x n x D``.
+        b: ``... x m x D`` (batch shapes broadcast with ``a``'s).
+
+    Returns:
+        ``... x n x m`` squared distances.
+
+    Example:
+        >>> a = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
+        >>> pairwise_sq_dist(a, a).tolist()
+        [[0.0, 2.0], [2.0, 0.0]]
+    """
     if a.shape[-1] <= 4:
         # Feature dimension first: the reduction runs over the outer axis.
         A, B = a.movedim(-1, 0), b.movedim(-1, 0)  # D x *b x S x n
