@@ -30,6 +30,8 @@ Methods:
     *_loo         leave-one-out fit (``fit_criterion="loo"``)
     *_shared, *_lsall, *_osall  lengthscales and/or output scales shared by
                   all vertices
+    *_unshared, *_lsnone  lengthscales and output scales (or lengthscales
+                  only) per vertex instead of per depth
     *_offsets     a learned constant per vertex (``vertex_bias="all"``)
     *_shc         shared components per depth
     *_matern      Matern-5/2 per-vertex kernels
@@ -220,6 +222,8 @@ TREEBO_MODIFIERS = {
     "global": {"local_refinement": False},
     "loo": {"fit_criterion": "loo"},
     "shared": {"share_lengthscales": "all", "share_outputscales": "all"},
+    "unshared": {"share_lengthscales": "none", "share_outputscales": "none"},
+    "lsnone": {"share_lengthscales": "none"},
     "lsall": {"share_lengthscales": "all"},
     "osall": {"share_outputscales": "all"},
     "offsets": {"vertex_bias": "all"},
