@@ -107,6 +107,8 @@ def test_many_points_at_once_match_one_at_a_time():
         rtol=1e-10,
         atol=1e-12,
     )
+    empty = model.posterior(torch.rand(0, 1, 2, dtype=torch.float64))
+    assert empty.mean.shape == (0, 1, 1)
 
 
 def test_outcome_transform_and_observation_noise():

@@ -492,7 +492,7 @@ class TreedGP(Model, GP):
         Xq = self._leaf_inputs(Xn.unsqueeze(-2), leaf)  # batch x q x 1 x d
         mean, V = self._leaf_solves(Xq.reshape(-1, Xq.shape[-1]), leaf.reshape(-1))
         mean = mean.reshape(leaf.shape)  # batch x q
-        V = V.reshape(*leaf.shape, -1)  # batch x q x m
+        V = V.reshape(*leaf.shape, V.shape[-1])  # batch x q x m
         # Row i of the prior covariance with leaf(x_i)'s kernel; only pairs in
         # one leaf are kept, and there both rows use the same kernel.
         points = Xq.squeeze(-2)  # batch x q x d
