@@ -71,19 +71,19 @@ class MaternGaussianQuadratics(torch.autograd.Function):
 
     For scaled inputs ``Z`` (``B x m x d``: inputs over lengthscales), a
     membership mask ``w`` (``B x m``, 1 on members, 0 on padding), a
-    diagonal ``a`` (``B x m``) and right-hand sides ``r`` (``B x m x k``,
+    diagonal ``diag`` (``B x m``) and right-hand sides ``r`` (``B x m x k``,
     constant), builds
 
     .. math::
 
         C = \kappa(\lVert Z_i - Z_j \rVert^2) \odot w w^\top
-            + \operatorname{diag}(a)
+            + \operatorname{diag}(\mathrm{diag})
 
     (:math:`\kappa` the Matern-5/2 correlation) and returns ``G = r^T
     C^{-1} r`` (``B x k x k``) and :math:`\tfrac12 \log |C|` (``B``). The
     backward pass is written out: with :math:`\bar C = -C^{-1} r\, \bar G\,
     r^\top C^{-1} + \tfrac12 \bar h\, C^{-1}` (symmetrized),
-    :math:`\bar a = \operatorname{diag} \bar C` and, for
+    the diagonal's gradient is that of :math:`\bar C` and, for
     :math:`S = \bar C \odot w w^\top \odot \kappa'`,
     :math:`\bar Z = 4 (\operatorname{diag}(S 1) Z - S Z)`, so one
     Cholesky inverse and two batched products replace an autograd graph

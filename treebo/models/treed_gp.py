@@ -70,16 +70,14 @@ class FactorGroup(NamedTuple):
 
     Attributes:
         index: ``B x m`` long: each row's training point (0 on padding).
-        rows: ``B x m`` bool: which rows are members (the rest is padding).
         leaf: ``B`` long: the leaf whose hyper-parameters the factor uses.
         weight: ``B``: the factor's weight :math:`2 / (1 + \text{level})`.
         inputs: ``B x m x d``: the rows' inputs (unit cube, unwarped).
-        mask: ``B x m``: ``rows`` as floats.
+        mask: ``B x m``: 1 on the factor's rows, 0 on the padding.
         rhs: ``B x m x 2``: the rows' outcomes and ones, zero on padding.
     """
 
     index: Tensor
-    rows: Tensor
     leaf: Tensor
     weight: Tensor
     inputs: Tensor
@@ -208,7 +206,7 @@ class TreedGP(Model, GP):
         Factors are grouped by size (padded to the next power of two, at
         least 4), so that padding wastes at most half of each group's rows;
         each group is one batch of Gaussian log-likelihoods. Each group also
-        keeps its (unwarped) inputs, its membership as floats and its
+        keeps its (unwarped) inputs, its membership mask and its
         right-hand sides ``[y * w, w]``, which every evaluation of the fit
         would otherwise gather again.
         """
@@ -228,7 +226,6 @@ class TreedGP(Model, GP):
             index, rows = padded_rows(masks[sel])
             k = self.num_factor_groups
             self.register_buffer(f"factor_index_{k}", index)
-            self.register_buffer(f"factor_rows_{k}", rows)
             self.register_buffer(f"factor_leaf_{k}", leaf[sel])
             self.register_buffer(
                 f"factor_weight_{k}", 2.0 / (1.0 + level[sel].double())
@@ -351,15 +348,15 @@ class TreedGP(Model, GP):
         r"""The weighted pseudo-likelihood :math:`\mathcal{L}(\theta)` (the
         sum over every leaf's factors, without priors)."""
         total = self.mean_constant.new_zeros(())
-        for index, rows, leaf, weight, *_ in self.factor_groups():
-            chol, resid, _ = self._gaussian_terms(index, rows, leaf)
+        for group in self.factor_groups():
+            chol, resid, _ = self._gaussian_terms(group.index, group.mask, group.leaf)
             alpha = torch.linalg.solve_triangular(
                 chol, resid.unsqueeze(-1), upper=False
             ).squeeze(-1)
             loglik = -0.5 * alpha.square().sum(-1)
             loglik = loglik - chol.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-            loglik = loglik - 0.5 * rows.sum(-1).to(loglik) * math.log(2 * math.pi)
-            total = total + (weight.to(loglik) * loglik).sum()
+            loglik = loglik - 0.5 * group.mask.sum(-1) * math.log(2 * math.pi)
+            total = total + (group.weight.to(loglik) * loglik).sum()
         return total
 
     def custom_fit(
