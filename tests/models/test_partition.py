@@ -1,7 +1,9 @@
+import itertools
+
 import pytest
 import torch
 
-from treebo.models.partition import build_partition
+from treebo.models.partition import build_partition, group_by_size
 
 
 def _data(n=60, d=2, seed=0):
@@ -170,3 +172,35 @@ def test_shared_weights_halve_boundary_points_and_sum_to_one_over_any_cut():
         (part.members[part.left] & part.members[part.right])[~part.is_leaf].any()
     )
     assert torch.allclose(weight[part.leaves].sum(0), torch.ones(80, dtype=X.dtype))
+
+
+def _batching_cost(sizes, batch, batch_cost):
+    return sum(
+        batch_cost + int((batch == b).sum()) * int(sizes[batch == b].max()) ** 3
+        for b in batch.unique()
+    )
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_group_by_size_finds_the_cheapest_runs_of_sorted_sizes(seed):
+    gen = torch.Generator().manual_seed(seed)
+    sizes = torch.randint(1, 60, (9,), generator=gen)
+    batch_cost = 40.0**3
+    batch = group_by_size(sizes, batch_cost)
+    # Batches are runs of the sorted sizes, numbered in increasing size.
+    order = sizes.argsort(stable=True)
+    assert bool((batch[order].diff() >= 0).all())
+    assert batch.unique().tolist() == list(range(int(batch.max()) + 1))
+    # Brute force over every cut of the distinct sorted sizes.
+    distinct = sizes.unique()
+
+    def batches(cuts):  # batch b holds the sizes between cuts b-1 and b
+        edges = distinct[[c - 1 for c in cuts]]
+        return torch.searchsorted(edges, sizes, right=False)
+
+    best = min(
+        _batching_cost(sizes, batches(cuts), batch_cost)
+        for k in range(len(distinct))
+        for cuts in itertools.combinations(range(1, len(distinct)), k)
+    )
+    assert _batching_cost(sizes, batch, batch_cost) == best

@@ -94,7 +94,8 @@ def pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
         # Feature dimension first: the reduction runs over the outer axis.
         A, B = a.movedim(-1, 0), b.movedim(-1, 0)  # D x *b x S x n
         diff = A.unsqueeze(-1) - B.unsqueeze(-2)
-        diff = diff.mul_(diff)
+        # In place only where autograd does not need the differences.
+        diff = diff.square() if diff.requires_grad else diff.mul_(diff)
         return diff[0] if diff.shape[0] == 1 else diff.sum(0)
     # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b, centred for accuracy.
     centre = a.mean(dim=-2, keepdim=True)

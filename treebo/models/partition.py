@@ -349,6 +349,49 @@ def padded_rows(mask: Tensor) -> tuple[Tensor, Tensor]:
     return index.masked_fill(~valid, 0), valid
 
 
+def group_by_size(sizes: Tensor, batch_cost: float) -> Tensor:
+    r"""Group sets by size into batches that are cheap to factor together.
+
+    Each batch is padded to its largest set, so a batch of ``c`` sets of at
+    most ``m`` rows costs about ``batch_cost + c m^3`` (a fixed cost per
+    batched call, then ``c`` Cholesky factorizations). The batches are runs
+    of the sizes in increasing order, chosen by dynamic programming over the
+    ``K`` distinct sizes to minimize the total cost (``O(K^2)``, once per
+    partition).
+
+    Args:
+        sizes: ``F`` long: each set's size.
+        batch_cost: The fixed cost of one batch, in units of ``m^3``.
+
+    Returns:
+        ``F`` long: each set's batch, ``0, 1, ...`` in increasing size.
+
+    Example:
+        >>> group_by_size(torch.tensor([3, 90, 4, 100]), batch_cost=1e6).tolist()
+        [0, 1, 0, 1]
+    """
+    distinct, position, counts = sizes.unique(return_inverse=True, return_counts=True)
+    cube = (distinct.double() ** 3).tolist()
+    total = [0] + counts.cumsum(0).tolist()  # sets among the i smallest sizes
+    # best[j]: cheapest batching of the j smallest sizes; start[j]: its last run.
+    best, start = [0.0], [0]
+    for j in range(1, len(cube) + 1):
+        costs = [
+            best[i] + batch_cost + (total[j] - total[i]) * cube[j - 1] for i in range(j)
+        ]
+        i = min(range(j), key=costs.__getitem__)
+        best.append(costs[i])
+        start.append(i)
+    batch_of_size = [0] * len(cube)
+    j, runs = len(cube), []
+    while j > 0:
+        runs.append((start[j], j))
+        j = start[j]
+    for b, (i, j) in enumerate(reversed(runs)):
+        batch_of_size[i:j] = [b] * (j - i)
+    return torch.tensor(batch_of_size, device=sizes.device)[position]
+
+
 def _best_splits(
     M: Tensor,
     order: Tensor,

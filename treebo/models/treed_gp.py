@@ -53,9 +53,9 @@ from linear_operator import to_linear_operator
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
-from treebo.kernels.correlation import stationary_correlation
+from treebo.kernels.correlation import pairwise_sq_dist, stationary_correlation
 from treebo.kernels.treed import TreedLeafKernel
-from treebo.models.partition import build_partition, padded_rows
+from treebo.models.partition import build_partition, group_by_size, padded_rows
 from treebo.models.partition_pruning import loo_prune
 from treebo.models.treed_fit import WeightedPseudoLikelihood, fit_treed_gp
 
@@ -63,6 +63,10 @@ from treebo.models.treed_fit import WeightedPseudoLikelihood, fit_treed_gp
 MIN_VARIANCE = 1e-12
 #: Inputs are squeezed into [eps, 1 - eps] before a Kumaraswamy warp.
 WARP_EPS = 1e-7
+#: The fixed cost of one batch of pseudo-likelihood factors in the fit, as the
+#: cube of a factor size (one batched call costs about as much as factoring a
+#: 90-point matrix on a CPU core); see :func:`~treebo.models.partition.group_by_size`.
+FACTOR_BATCH_COST = 90.0**3
 
 
 class FactorGroup(NamedTuple):
@@ -203,9 +207,9 @@ class TreedGP(Model, GP):
     def _set_factor_tables(self) -> None:
         """The data of every pseudo-likelihood factor and of every leaf.
 
-        Factors are grouped by size (padded to the next power of two, at
-        least 4), so that padding wastes at most half of each group's rows;
-        each group is one batch of Gaussian log-likelihoods. Each group also
+        Factors are batched by size (:func:`~treebo.models.partition.group_by_size`
+        with :data:`FACTOR_BATCH_COST`: few batches, little padding); each
+        group is one batch of Gaussian log-likelihoods. Each group also
         keeps its (unwarped) inputs, its membership mask and its
         right-hand sides ``[y * w, w]``, which every evaluation of the fit
         would otherwise gather again.
@@ -218,10 +222,9 @@ class TreedGP(Model, GP):
         sets = members & ~below & valid  # L x (D+1) x n
         leaf, level = (ancestors >= 0).nonzero(as_tuple=True)
         masks = sets[leaf, level]  # F x n
-        size = masks.sum(dim=-1).clamp(min=1).double()
-        group = size.log2().ceil().clamp(min=2)
+        group = group_by_size(masks.sum(dim=-1), FACTOR_BATCH_COST)
         self.num_factor_groups = 0
-        for g in group.unique().tolist():  # one batch per size class
+        for g in group.unique().tolist():  # one batch per group
             sel = group == g
             index, rows = padded_rows(masks[sel])
             k = self.num_factor_groups
@@ -304,8 +307,7 @@ class TreedGP(Model, GP):
             \rVert)`.
         """
         ls = self.covar_module.base_kernel.base_kernel.lengthscale[leaf]
-        diff = (A.unsqueeze(-2) - B.unsqueeze(-3)) / ls.unsqueeze(-2)
-        return stationary_correlation(diff.square().sum(-1), "matern52")
+        return stationary_correlation(pairwise_sq_dist(A / ls, B / ls), "matern52")
 
     def _leaf_kernel(self, A: Tensor, B: Tensor, leaf: Tensor) -> Tensor:
         r"""The Matern-5/2 kernel of leaf ``leaf`` between ``A`` and ``B``:
