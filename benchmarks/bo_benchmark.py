@@ -228,6 +228,7 @@ TREEBO_MODIFIERS = {
     "osall": {"share_outputscales": "all"},
     "offsets": {"vertex_bias": "all"},
     "shc": {"shared_component": True},
+    "inherit": {"inherit_ancestors": True},
     "lp2": {"local_patience": 2},
     "bp2": {"basin_patience": 2},
     "bp5": {"basin_patience": 5},

@@ -19,10 +19,22 @@ def _on(tree: TreeStructure, v: int, x: torch.Tensor) -> bool:
     )
 
 
+def _columns(kernel: AddTreeKernel, v: int) -> list[int]:
+    """The columns vertex ``v``'s kernel reads: its own, then (with
+    ``inherit_ancestors``) its parent's, grandparent's, ... up to the root."""
+    vertices = kernel.tree.vertices
+    cols = list(vertices[v].continuous_columns)
+    parent = vertices[v].parent
+    while kernel.inherit_ancestors and parent is not None:
+        cols += vertices[parent].continuous_columns
+        parent = vertices[parent].parent
+    return cols
+
+
 def _scaled(kernel: AddTreeKernel, v: int, x: torch.Tensor) -> torch.Tensor:
     """Vertex ``v``'s continuous values of ``x`` over its lengthscales, padded."""
-    cols = list(kernel.tree.vertices[v].continuous_columns)
-    z = torch.zeros(kernel.tree.max_vertex_dim, dtype=x.dtype)
+    cols = _columns(kernel, v)
+    z = torch.zeros(kernel.lengthscale.shape[-1], dtype=x.dtype)
     z[: len(cols)] = x[cols] / kernel.lengthscale.detach()[v, : len(cols)]
     return z
 
@@ -66,7 +78,7 @@ def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
                 K[i, j] += offset[v.index]
                 if not v.continuous_columns:
                     continue
-                cols = list(v.continuous_columns)
+                cols = _columns(kernel, v.index)
                 r2 = (
                     ((X1[i, cols] - X2[j, cols]) / ls[v.index, : len(cols)]) ** 2
                 ).sum()
@@ -133,6 +145,41 @@ def test_shared_component_matches_brute_force(tree_case, base_kernel, vertex_bia
     shared = brute_force_shared_gram(kernel, X1, X2)
     torch.testing.assert_close(K - plain(X1, X2).to_dense().detach(), shared)
     assert shared.abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
+@pytest.mark.parametrize("shared_component", [False, True])
+def test_inherited_ancestors_match_brute_force(
+    tree_case, base_kernel, shared_component
+):
+    d, deps = tree_case
+    kwargs = dict(
+        base_kernel=base_kernel, vertex_bias="all", shared_component=shared_component
+    )
+    kernel = AddTreeKernel(d, deps, inherit_ancestors=True, **kwargs)
+    randomize(kernel, 2)
+    X1, X2 = random_points(d, deps, 8, 5), random_points(d, deps, 6, 6)
+    K = kernel(X1, X2).to_dense().detach()
+    torch.testing.assert_close(K, brute_force_gram(kernel, X1, X2), atol=1e-10, rtol=0)
+    diag = kernel(X1, X1, diag=True).detach()
+    torch.testing.assert_close(diag, brute_force_gram(kernel, X1, X1).diag())
+    assert torch.linalg.eigvalsh(kernel(X1).to_dense().detach()).min() > -1e-10
+    # Where a vertex with parameters lies below another, its term differs
+    # from the vertex's own-columns term of Definition 4.
+    inherits = any(
+        v.continuous_columns
+        and len(_columns(kernel, v.index)) > len(v.continuous_columns)
+        for v in kernel.tree.vertices
+    )
+    plain = AddTreeKernel(d, deps, **kwargs)
+    raw = kernel.state_dict().items()
+    plain.load_state_dict(
+        {k: v for k, v in raw if k.startswith("raw_") and "lengthscale" not in k},
+        strict=False,
+    )
+    plain.lengthscale = kernel.lengthscale.detach()[..., : plain.lengthscale.shape[-1]]
+    same = torch.allclose(plain(X1, X2).to_dense().detach(), K)
+    assert same != inherits
 
 
 def test_shared_component_gram_is_psd_and_differentiable():

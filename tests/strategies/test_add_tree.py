@@ -99,6 +99,10 @@ def test_options_are_checked_and_name_the_parameter():
         AddTreeUCBOptions(path_selection="max")
     with pytest.raises(ValueError, match="basin_patience"):
         AddTreeUCBOptions(basin_patience=0)
+    with pytest.raises(ValueError, match="inherit_ancestors"):
+        AddTreeUCBOptions(kernel=AddTreeKernelOptions(inherit_ancestors=True))
+    with pytest.raises(ValueError, match="inherit_ancestors must be a bool"):
+        AddTreeKernelOptions(inherit_ancestors="yes")
     with pytest.raises(ValueError, match="acquisitions must be one of"):
         LocalStepOptions(acquisitions=("ei",))
     with pytest.raises(ValueError, match="beta must be a finite number"):

@@ -70,6 +70,12 @@ class AddTreeUCB(AcquisitionFunction):
             raise TypeError(
                 f"AddTreeUCB needs an AddTreeGP, got {type(model).__name__}."
             )
+        if model.covar_module.inherit_ancestors:
+            raise ValueError(
+                "AddTreeUCB maximizes each vertex on its own parameters, which "
+                "needs a kernel without inherit_ancestors (a vertex's term then "
+                "also depends on its ancestors' parameters)."
+            )
         super().__init__(model=model)
         tree = model.tree
         if beta is None:

@@ -43,7 +43,11 @@ from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
 
 from treebo.kernels.correlation import SlotGram, stationary_correlation
-from treebo.kernels.features import feature_tables, vertex_features
+from treebo.kernels.features import (
+    feature_tables,
+    inherited_columns,
+    vertex_features,
+)
 from treebo.kernels.hyperparameters import VertexHyperparameters
 from treebo.kernels.options import BASE_KERNELS, validate_vertex_bias
 from treebo.kernels.sharing import sharing_groups
@@ -110,6 +114,17 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         categorical_values: ``{column: values}`` of the parameter columns that
             are unordered categoricals: modelled by one-hot features (see
             :mod:`treebo.kernels.features`) rather than as numbers.
+        inherit_ancestors: Each vertex's term also reads its ancestors'
+            parameters: :math:`\kappa` of :math:`x|_{a(v)}` with
+            :math:`a(v)` the parameters of :math:`v` and of every vertex
+            above it, each with its own lengthscale in :math:`v`'s term.
+            A parameter shared by several branches may then act differently
+            in each (the learning rate's best value depends on the optimizer
+            chosen below it): the interaction terms of Ma & Blaschko (2020),
+            App. E, folded into the vertex's term. A long lengthscale on an
+            inherited column gives back Definition 4. Vertices without
+            parameters of their own still contribute nothing (or their
+            offset).
 
     Shapes:
         ``forward(x1: *b x n x d, x2: *b x m x d) -> *b x n x m``, or
@@ -134,6 +149,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         batch_shape: torch.Size | None = None,
         tree: TreeStructure | None = None,
         categorical_values: Mapping[int, Sequence[float]] | None = None,
+        inherit_ancestors: bool = False,
     ) -> None:
         batch_shape = torch.Size() if batch_shape is None else batch_shape
         super().__init__(batch_shape=batch_shape)
@@ -152,13 +168,23 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         self.base_kernel = base_kernel
         self.vertex_bias = vertex_bias = validate_vertex_bias(vertex_bias)
         tree = self.tree
-        V, d_max = tree.num_vertices, tree.max_vertex_dim
+        if not isinstance(inherit_ancestors, bool):
+            raise ValueError(
+                f"inherit_ancestors must be a bool, got {inherit_ancestors!r}."
+            )
+        self.inherit_ancestors = inherit_ancestors
+        columns = inherited_columns(tree) if inherit_ancestors else None
+        # Lengthscale slots per vertex: its own columns, then its ancestors'.
+        vertex_dims = (
+            torch.tensor([len(c) for c in columns]) if columns else tree.vertex_dims
+        )
+        V, d_max = tree.num_vertices, max(1, int(vertex_dims.max()))
         self.categorical_values = {
             int(c): [float(a) for a in values]
             for c, values in (categorical_values or {}).items()
         }
-        if self.categorical_values:
-            tables = feature_tables(tree, self.categorical_values)
+        if self.categorical_values or inherit_ancestors:
+            tables = feature_tables(tree, self.categorical_values, columns)
             self.register_buffer("feature_columns", tables["columns"])
             self.register_buffer("feature_mask", tables["mask"])
             self.register_buffer("feature_codes", tables["codes"])
@@ -198,7 +224,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         self.register_buffer("lengthscale_group", group)
         self.register_buffer("outputscale_group", os_group)
         group_dims = torch.zeros(G, dtype=torch.long).scatter_reduce(
-            0, group, tree.vertex_dims, reduce="amax"
+            0, group, vertex_dims, reduce="amax"
         )
 
         self.register_parameter(

@@ -36,14 +36,34 @@ from treebo.structure import CHOICE_ATOL, CHOICE_RTOL, TreeStructure
 _SQRT_HALF = math.sqrt(0.5)
 
 
+def inherited_columns(tree: TreeStructure) -> list[tuple[int, ...]]:
+    """Each vertex's own parameter columns, then its ancestors' (parent first).
+
+    Example:
+        >>> from treebo.structure import TreeStructure
+        >>> inherited_columns(TreeStructure.build(4, {1: {0: [2], 1: [3]}}))
+        [(0,), (2, 0), (3, 0)]
+    """
+    columns: list[tuple[int, ...]] = []
+    for vertex in tree.vertices:  # parents come first
+        above = () if vertex.parent is None else columns[vertex.parent]
+        columns.append(tuple(vertex.continuous_columns) + above)
+    return columns
+
+
 def feature_tables(
-    tree: TreeStructure, categorical_values: Mapping[int, Sequence[float]]
+    tree: TreeStructure,
+    categorical_values: Mapping[int, Sequence[float]],
+    vertex_columns: Sequence[Sequence[int]] | None = None,
 ) -> dict[str, Tensor]:
     """Index tables of the vertices' features (built once).
 
     Args:
         tree: The tree; ``tree.vertex_columns`` lists each vertex's columns.
         categorical_values: ``{column: values}`` of the categorical columns.
+        vertex_columns: The parameter columns each vertex's kernel reads
+            (default: its own; :func:`inherited_columns` adds its
+            ancestors').
 
     Returns:
         ``V x F`` tensors: ``columns`` (the input column of each feature),
@@ -61,10 +81,12 @@ def feature_tables(
                 f"categorical_values: column {c} is not a parameter column of the "
                 "tree (choice columns select branches and are not modelled)."
             )
+    if vertex_columns is None:
+        vertex_columns = [v.continuous_columns for v in tree.vertices]
     rows: list[list[tuple[int, float, int]]] = []
-    for vertex in tree.vertices:
+    for own in vertex_columns:
         row = []
-        for slot, c in enumerate(vertex.continuous_columns):
+        for slot, c in enumerate(own):
             values = categorical_values.get(c)
             if values is None:
                 row.append((c, math.nan, slot))

@@ -54,6 +54,9 @@ class AddTreeKernelOptions:
         share_outputscales: ``"none"``, ``"depth"`` or ``"all"``, likewise.
         shared_component: Add a function per slot (per depth of a plain tree)
             that all of the slot's vertices share.
+        inherit_ancestors: Each vertex's kernel also reads its ancestors'
+            parameters, so the effect of a shared parameter may differ
+            between branches (paper 000, App. E).
 
     Example:
         >>> opts = AddTreeKernelOptions(share_lengthscales="depth")
@@ -66,6 +69,7 @@ class AddTreeKernelOptions:
     share_lengthscales: Sharing = "none"
     share_outputscales: Sharing = "none"
     shared_component: bool = False
+    inherit_ancestors: bool = False
 
     def __post_init__(self) -> None:
         if self.base_kernel not in BASE_KERNELS:
@@ -75,10 +79,9 @@ class AddTreeKernelOptions:
         object.__setattr__(self, "vertex_bias", validate_vertex_bias(self.vertex_bias))
         validate_sharing(self.share_lengthscales, "share_lengthscales")
         validate_sharing(self.share_outputscales, "share_outputscales")
-        if not isinstance(self.shared_component, bool):
-            raise ValueError(
-                f"shared_component must be a bool, got {self.shared_component!r}."
-            )
+        for name in ("shared_component", "inherit_ancestors"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}.")
 
     def as_kwargs(self) -> dict[str, Any]:
         """The options as keyword arguments of ``AddTreeKernel`` / ``AddTreeGP``."""

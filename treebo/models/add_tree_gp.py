@@ -356,8 +356,9 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
     def vertex_posterior(self, X: Tensor) -> VertexPosterior:
         r"""Posterior mean and variance of every vertex component, all at once.
 
-        Each vertex ``v`` is evaluated on the columns of ``X`` it owns, as if ``v``
-        were on ``X``'s path (choice columns of ``X`` are ignored), so one row of
+        Each vertex ``v`` is evaluated on the columns of ``X`` it owns (and,
+        with ``inherit_ancestors``, its ancestors'), as if ``v`` were on
+        ``X``'s path (choice columns of ``X`` are ignored), so one row of
         ``X`` gives candidate values for every vertex.
 
         Args:
