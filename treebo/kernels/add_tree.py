@@ -187,8 +187,11 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             tables = feature_tables(tree, self.categorical_values, columns)
             self.register_buffer("feature_columns", tables["columns"])
             self.register_buffer("feature_mask", tables["mask"])
-            self.register_buffer("feature_codes", tables["codes"])
-            self.register_buffer("feature_slots", tables["slots"])
+            if self.categorical_values:
+                self.register_buffer("feature_codes", tables["codes"])
+                self.register_buffer("feature_slots", tables["slots"])
+            else:  # feature f is lengthscale slot f
+                self.feature_codes = self.feature_slots = None
         else:  # one feature per column
             self.register_buffer("feature_columns", tree.vertex_columns.clone())
             self.register_buffer(
