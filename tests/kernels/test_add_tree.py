@@ -88,6 +88,16 @@ def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
     return K
 
 
+def assert_matches_brute_force(kernel: AddTreeKernel, X1, X2) -> torch.Tensor:
+    """The Gram matrix and its diagonal against :func:`brute_force_gram`;
+    returns the Gram matrix."""
+    K = kernel(X1, X2).to_dense().detach()
+    torch.testing.assert_close(K, brute_force_gram(kernel, X1, X2), atol=1e-10, rtol=0)
+    diag = kernel(X1, X1, diag=True).detach()
+    torch.testing.assert_close(diag, brute_force_gram(kernel, X1, X1).diag())
+    return K
+
+
 def gradcheck_parameters(kernel: AddTreeKernel, names, X1, X2) -> bool:
     """``gradcheck`` of the Gram matrix with respect to the named raw parameters."""
     values = tuple(
@@ -119,10 +129,7 @@ def test_matches_brute_force_definition_4(tree_case, base_kernel, vertex_bias):
     kernel = AddTreeKernel(d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias)
     randomize(kernel, 0)
     X1, X2 = random_points(d, deps, 9, 1), random_points(d, deps, 7, 2)
-    K = kernel(X1, X2).to_dense().detach()
-    torch.testing.assert_close(K, brute_force_gram(kernel, X1, X2), atol=1e-10, rtol=0)
-    diag = kernel(X1, X1, diag=True).detach()
-    torch.testing.assert_close(diag, brute_force_gram(kernel, X1, X1).diag())
+    assert_matches_brute_force(kernel, X1, X2)
 
 
 @pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
@@ -134,10 +141,7 @@ def test_shared_component_matches_brute_force(tree_case, base_kernel, vertex_bia
     )
     randomize(kernel, 1)
     X1, X2 = random_points(d, deps, 8, 3), random_points(d, deps, 6, 4)
-    K = kernel(X1, X2).to_dense().detach()
-    torch.testing.assert_close(K, brute_force_gram(kernel, X1, X2), atol=1e-10, rtol=0)
-    diag = kernel(X1, X1, diag=True).detach()
-    torch.testing.assert_close(diag, brute_force_gram(kernel, X1, X1).diag())
+    K = assert_matches_brute_force(kernel, X1, X2)
     # Points on different branches of a slot now covary; Definition 4 alone
     # (the same kernel without the component) gives a different Gram matrix.
     plain = AddTreeKernel(d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias)
@@ -159,10 +163,7 @@ def test_inherited_ancestors_match_brute_force(
     kernel = AddTreeKernel(d, deps, inherit_ancestors=True, **kwargs)
     randomize(kernel, 2)
     X1, X2 = random_points(d, deps, 8, 5), random_points(d, deps, 6, 6)
-    K = kernel(X1, X2).to_dense().detach()
-    torch.testing.assert_close(K, brute_force_gram(kernel, X1, X2), atol=1e-10, rtol=0)
-    diag = kernel(X1, X1, diag=True).detach()
-    torch.testing.assert_close(diag, brute_force_gram(kernel, X1, X1).diag())
+    K = assert_matches_brute_force(kernel, X1, X2)
     assert torch.linalg.eigvalsh(kernel(X1).to_dense().detach()).min() > -1e-10
     # Where a vertex with parameters lies below another, its term differs
     # from the vertex's own-columns term of Definition 4.
