@@ -229,6 +229,7 @@ TREEBO_MODIFIERS = {
     "offsets": {"vertex_bias": "all"},
     "shc": {"shared_component": True},
     "inherit": {"inherit_ancestors": True},
+    "interact": {"ancestor_interactions": True},
     "lp2": {"local_patience": 2},
     "bp2": {"basin_patience": 2},
     "bp5": {"basin_patience": 5},

@@ -23,7 +23,12 @@ necessarily the same), the kernel adds
 :math:`\tau_s^2\,\kappa(x|_u / \ell_u - x'|_{u'} / \ell_{u'})`, a stationary
 kernel of a feature map, hence PSD. Sibling branches then learn each other's
 trends (e.g. that a shared-shape parameter is best at its lower bound) before
-they are explored.
+they are explored. With ``ancestor_interactions``, every vertex :math:`v` with
+parameters below another vertex with parameters adds an interaction term
+:math:`\rho_v^2\,\kappa(x|_{a(v)} / \ell'_v - x'|_{a(v)} / \ell'_v)` for pairs that
+share :math:`v`, where :math:`x|_{a(v)}` are the parameters of :math:`v` and of
+its ancestors (App. E of the paper: a delta kernel on :math:`v` times a kernel
+of the path's parameters, hence PSD).
 
 Evaluation is vectorized over vertices with the slot encoding of
 :class:`~treebo.structure.TreeStructure`: each point has at most one active
@@ -33,11 +38,12 @@ needs ``S`` (= tree depth for a plain tree) kernel terms rather than ``V``.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 
 import torch
-from gpytorch.constraints import GreaterThan, Interval
+from gpytorch.constraints import Interval
 from gpytorch.kernels import Kernel
 from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
@@ -52,6 +58,10 @@ from treebo.kernels.hyperparameters import VertexHyperparameters
 from treebo.kernels.options import BASE_KERNELS, validate_vertex_bias
 from treebo.kernels.sharing import sharing_groups
 from treebo.structure import HierarchicalDependencies, TreeStructure
+
+#: Prior median (and initial value) of an interaction term's output scale, as a
+#: fraction of a vertex's.
+INTERACTION_SCALE = 0.1
 
 
 def _lead(t: Tensor, rank: int) -> Tensor:
@@ -125,6 +135,25 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             inherited column gives back Definition 4. Vertices without
             parameters of their own still contribute nothing (or their
             offset).
+        ancestor_interactions: Keep Definition 4's terms and add, for each
+            vertex with parameters below a vertex with parameters, an
+            interaction term on its own and its ancestors' parameters, with
+            its own lengthscales and output scale :math:`\rho_v^2` (paper
+            000, App. E; module docstring). The output scales' prior is
+            centred at a tenth of a vertex's (``INTERACTION_SCALE``), so
+            that the terms stay small unless the data need them and an
+            additive objective is learned as fast as without them. The
+            terms' lengthscales and output scales are shared as
+            ``share_lengthscales`` and ``share_outputscales`` say. Cannot
+            be combined with ``inherit_ancestors``.
+        vertices: ``V`` booleans: the vertices whose terms the kernel sums
+            (default: every vertex; a vertex without parameters or offset
+            contributes nothing either way).
+
+    Attributes:
+        interaction: The kernel of the interaction terms (an
+            ``AddTreeKernel`` with ``inherit_ancestors`` over the interacting
+            vertices), or ``None``.
 
     Shapes:
         ``forward(x1: *b x n x d, x2: *b x m x d) -> *b x n x m``, or
@@ -150,6 +179,8 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         tree: TreeStructure | None = None,
         categorical_values: Mapping[int, Sequence[float]] | None = None,
         inherit_ancestors: bool = False,
+        ancestor_interactions: bool = False,
+        vertices: Tensor | None = None,
     ) -> None:
         batch_shape = torch.Size() if batch_shape is None else batch_shape
         super().__init__(batch_shape=batch_shape)
@@ -173,12 +204,22 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
                 f"inherit_ancestors must be a bool, got {inherit_ancestors!r}."
             )
         self.inherit_ancestors = inherit_ancestors
+        if not isinstance(ancestor_interactions, bool):
+            raise ValueError(
+                f"ancestor_interactions must be a bool, got {ancestor_interactions!r}."
+            )
+        if ancestor_interactions and inherit_ancestors:
+            raise ValueError(
+                "ancestor_interactions adds separate interaction terms; it cannot "
+                "be combined with inherit_ancestors (which folds them into each "
+                "vertex's term)."
+            )
+        self.ancestor_interactions = ancestor_interactions
         columns = inherited_columns(tree) if inherit_ancestors else None
         # Lengthscale slots per vertex: its own columns, then its ancestors'.
         vertex_dims = (
             torch.tensor([len(c) for c in columns]) if columns else tree.vertex_dims
         )
-        V, d_max = tree.num_vertices, max(1, int(vertex_dims.max()))
         self.categorical_values = {
             int(c): [float(a) for a in values]
             for c, values in (categorical_values or {}).items()
@@ -198,11 +239,20 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
                 "feature_mask", tree.vertex_column_mask.to(torch.float64)
             )
             self.feature_codes = self.feature_slots = None
-        has_params = tree.vertex_dims > 0
+        selected = torch.ones(tree.num_vertices, dtype=torch.bool)
+        if vertices is not None:
+            vertices = torch.as_tensor(vertices)
+            if vertices.shape != selected.shape or vertices.dtype != torch.bool:
+                raise ValueError(
+                    f"vertices must be {tree.num_vertices} booleans (one per "
+                    f"vertex), got {vertices.dtype} of shape {tuple(vertices.shape)}."
+                )
+            selected = vertices.cpu()
+        has_params = (tree.vertex_dims > 0) & selected
         if vertex_bias == "all":
-            has_offset = torch.ones_like(has_params)
+            has_offset = selected
         elif vertex_bias == "empty":
-            has_offset = ~has_params
+            has_offset = (tree.vertex_dims == 0) & selected
         else:
             has_offset = torch.zeros_like(has_params)
         contributes = has_params | has_offset
@@ -221,97 +271,70 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         # output scales).
         group = sharing_groups(tree, share_lengthscales, "share_lengthscales")
         os_group = sharing_groups(tree, share_outputscales, "share_outputscales")
-        G, G_os = int(group.max()) + 1, int(os_group.max()) + 1
         self.share_lengthscales = share_lengthscales
         self.share_outputscales = share_outputscales
         self.register_buffer("lengthscale_group", group)
         self.register_buffer("outputscale_group", os_group)
-        group_dims = torch.zeros(G, dtype=torch.long).scatter_reduce(
-            0, group, vertex_dims, reduce="amax"
-        )
-
-        self.register_parameter(
-            "raw_lengthscale",
-            torch.nn.Parameter(torch.zeros(*batch_shape, G, d_max)),
-        )
-        self.register_parameter(
-            "raw_outputscale", torch.nn.Parameter(torch.zeros(*batch_shape, G_os))
-        )
-        if vertex_bias != "none":
-            self.register_parameter(
-                "raw_vertex_offset",
-                torch.nn.Parameter(torch.zeros(*batch_shape, G_os)),
-            )
-            self.register_constraint("raw_vertex_offset", GreaterThan(1e-8))
-        if shared_component:
-            self.register_parameter(
-                "raw_slot_outputscale",
-                torch.nn.Parameter(torch.zeros(*batch_shape, tree.num_slots)),
-            )
-            self.register_constraint("raw_slot_outputscale", GreaterThan(1e-8))
-        if lengthscale_constraint is None:
-            lengthscale_constraint = Interval(2.5e-3, 1e3, initial_value=1.0)
-        if outputscale_constraint is None:
-            outputscale_constraint = GreaterThan(1e-8)
-        self.register_constraint("raw_lengthscale", lengthscale_constraint)
-        self.register_constraint("raw_outputscale", outputscale_constraint)
-
-        init_ls = torch.ones(G, d_max)
-        if lengthscale_prior is None:
-            dims = group_dims.clamp_min(1).to(torch.float64)
-            loc = (math.sqrt(2.0) + 0.5 * dims.log()).unsqueeze(-1).expand(G, d_max)
-            lengthscale_prior = LogNormalPrior(
-                loc=loc.clone(), scale=torch.full((G, d_max), math.sqrt(3.0))
-            )
-            init_ls = torch.exp(lengthscale_prior.loc - lengthscale_prior.scale**2)
-        if lengthscale_prior is not False:
-            self.register_prior(
-                "lengthscale_prior",
+        lengthscale_constraint, outputscale_constraint, path_len = (
+            self._register_hyperparameters(
+                vertex_dims,
+                batch_shape,
                 lengthscale_prior,
-                VertexHyperparameters._lengthscale_param,
-                VertexHyperparameters._lengthscale_closure,
-            )
-        path_len = max(1, tree.max_active_vertices(contributes))
-        if outputscale_prior is None:
-            outputscale_prior = LogNormalPrior(
-                loc=torch.tensor(-math.log(path_len)), scale=torch.tensor(1.0)
-            )
-        if outputscale_prior is not False:
-            self.register_prior(
-                "outputscale_prior",
                 outputscale_prior,
-                VertexHyperparameters._outputscale_param,
-                VertexHyperparameters._outputscale_closure,
+                lengthscale_constraint,
+                outputscale_constraint,
             )
-        if vertex_bias != "none":
-            # Offsets: a tenth of an output scale a priori and initially.
-            self.register_prior(
-                "vertex_offset_prior",
-                LogNormalPrior(
-                    loc=torch.tensor(-math.log(10.0 * path_len)),
-                    scale=torch.tensor(1.5),
-                ),
-                VertexHyperparameters._offset_param,
-                VertexHyperparameters._offset_closure,
+        )
+        self.interaction = (
+            self._interaction_kernel(
+                hierarchical_dependencies,
+                path_len,
+                lengthscale_constraint,
+                outputscale_constraint,
             )
-            self.vertex_offset = torch.full((*batch_shape, V), 0.1 / path_len)
-        if shared_component:
-            self.register_prior(
-                "slot_outputscale_prior",
-                LogNormalPrior(
-                    loc=torch.tensor(-math.log(2.0 * path_len)),
-                    scale=torch.tensor(1.0),
-                ),
-                VertexHyperparameters._slot_outputscale_param,
-                VertexHyperparameters._slot_outputscale_closure,
-            )
-            self.slot_outputscale = torch.full(
-                (*batch_shape, tree.num_slots), 0.5 / path_len
-            )
-        # Initial values: the default prior's mode for lengthscales, and output
-        # scales that sum to 1 along the longest path.
-        self._set_group_lengthscale(init_ls.expand(*batch_shape, G, d_max))
-        self.outputscale = torch.full((*batch_shape, V), 1.0 / path_len)
+            if ancestor_interactions
+            else None
+        )
+
+    def _interaction_kernel(
+        self,
+        hierarchical_dependencies: HierarchicalDependencies,
+        path_len: int,
+        lengthscale_constraint: Interval,
+        outputscale_constraint: Interval,
+    ) -> AddTreeKernel | None:
+        """The kernel of the ancestor interaction terms (``None`` where no
+        vertex with parameters lies below another)."""
+        tree, has_params = self.tree, self.vertex_has_params
+        above = [False] * tree.num_vertices  # an ancestor has parameters
+        for vertex in tree.vertices:  # parents first; built once
+            if vertex.parent is not None:
+                above[vertex.index] = above[vertex.parent] or bool(
+                    has_params[vertex.parent]
+                )
+        interacting = has_params.cpu() & torch.tensor(above, dtype=torch.bool)
+        if not bool(interacting.any()):
+            return None
+        scale = INTERACTION_SCALE / path_len
+        kernel = AddTreeKernel(
+            self.dim,
+            hierarchical_dependencies,
+            base_kernel=self.base_kernel,
+            share_lengthscales=self.share_lengthscales,
+            share_outputscales=self.share_outputscales,
+            outputscale_prior=LogNormalPrior(
+                loc=torch.tensor(math.log(scale)), scale=torch.tensor(1.0)
+            ),
+            lengthscale_constraint=copy.deepcopy(lengthscale_constraint),
+            outputscale_constraint=copy.deepcopy(outputscale_constraint),
+            batch_shape=self.batch_shape,
+            tree=tree,
+            categorical_values=self.categorical_values,
+            inherit_ancestors=True,
+            vertices=interacting,
+        )
+        kernel.outputscale = scale
+        return kernel
 
     # ----------------------------------------------------------- features
     def _vertex_features(self, x: Tensor) -> Tensor:
@@ -377,6 +400,13 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
                     f"AddTreeKernel expects {name} with {self.dim} columns, got "
                     f"shape {tuple(x.shape)}."
                 )
+        gram = self._vertex_terms(x1, x2, diag)
+        if self.interaction is not None:
+            gram = gram + self.interaction.forward(x1, x2, diag=diag)
+        return gram
+
+    def _vertex_terms(self, x1: Tensor, x2: Tensor, diag: bool) -> Tensor:
+        """The sum of the vertex terms (and offsets, shared components)."""
         ids1, z1, s1, o1, p1 = self._slot_features(x1)
         ids2, z2, _, _, p2 = self._slot_features(x2)
         # Align batch ranks without copying (a batch of queries against one
@@ -455,6 +485,8 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             present = p_slot[..., self.vertex_slots].transpose(-1, -2)  # *b x V x n
             tau = self._vertex_shared_scale().unsqueeze(-1).unsqueeze(-3)
             k = k + ks * tau * present.unsqueeze(-3)
+        if self.interaction is not None:
+            k = k + self.interaction.vertex_covariance(z, x)
         return k
 
     def vertex_prior_variance(self) -> Tensor:
@@ -462,4 +494,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         variance = self.effective_outputscale() + self.effective_offset()
         if self.shared_component:
             variance = variance + self._vertex_shared_scale()
+        if self.interaction is not None:
+            variance = variance + self.interaction.vertex_prior_variance()
         return variance

@@ -3,8 +3,8 @@
 The kernel stores one raw parameter per *sharing group* (every vertex its own
 group without sharing; one group per depth with ``"depth"``; one in all with
 ``"all"``) and exposes per-vertex views. This mixin holds those views, their
-setters and the closures of the priors registered on them; the kernel's
-``__init__`` registers the parameters, constraints and priors.
+setters, the closures of the priors registered on them, and the
+registration of the parameters, constraints and priors.
 
 Shapes (``V`` vertices, ``G``/``G_os`` lengthscale/output-scale groups,
 ``D_max`` the most continuous columns of a vertex, ``S`` slots):
@@ -25,7 +25,11 @@ Example:
 
 from __future__ import annotations
 
+import math
+
 import torch
+from gpytorch.constraints import GreaterThan, Interval
+from gpytorch.priors import LogNormalPrior, Prior
 from torch import Tensor
 
 from treebo.kernels.sharing import first_of_groups, fold_prior_sample
@@ -37,9 +41,123 @@ class VertexHyperparameters:
     A mixin for :class:`~treebo.kernels.AddTreeKernel`: it expects the
     buffers ``lengthscale_group``, ``outputscale_group``, ``vertex_slots``,
     ``vertex_has_params``, the attributes ``vertex_bias``,
-    ``shared_component`` and ``tree``, and the raw parameters with their
-    constraints that the kernel registers.
+    ``shared_component`` and ``tree``; :meth:`_register_hyperparameters`
+    registers the raw parameters, constraints and priors.
     """
+
+    def _register_hyperparameters(
+        self,
+        vertex_dims: Tensor,
+        batch_shape: torch.Size,
+        lengthscale_prior: Prior | None | bool,
+        outputscale_prior: Prior | None | bool,
+        lengthscale_constraint: Interval | None,
+        outputscale_constraint: Interval | None,
+    ) -> tuple[Interval, Interval, int]:
+        """Register the raw parameters, their constraints and priors, and set
+        the initial values (arguments as the kernel's; ``vertex_dims``: the
+        lengthscale slots each vertex uses).
+
+        Returns:
+            The lengthscale and output-scale constraints in use, and ``h``, the
+            most contributing vertices on one path.
+        """
+        tree, group, os_group = (
+            self.tree,
+            self.lengthscale_group,
+            self.outputscale_group,
+        )
+        G, G_os = int(group.max()) + 1, int(os_group.max()) + 1
+        V, d_max = tree.num_vertices, max(1, int(vertex_dims.max()))
+        vertex_bias, contributes = self.vertex_bias, self.vertex_contributes
+        shared_component = self.shared_component
+        group_dims = torch.zeros(G, dtype=torch.long).scatter_reduce(
+            0, group, vertex_dims, reduce="amax"
+        )
+
+        self.register_parameter(
+            "raw_lengthscale",
+            torch.nn.Parameter(torch.zeros(*batch_shape, G, d_max)),
+        )
+        self.register_parameter(
+            "raw_outputscale", torch.nn.Parameter(torch.zeros(*batch_shape, G_os))
+        )
+        if vertex_bias != "none":
+            self.register_parameter(
+                "raw_vertex_offset",
+                torch.nn.Parameter(torch.zeros(*batch_shape, G_os)),
+            )
+            self.register_constraint("raw_vertex_offset", GreaterThan(1e-8))
+        if shared_component:
+            self.register_parameter(
+                "raw_slot_outputscale",
+                torch.nn.Parameter(torch.zeros(*batch_shape, tree.num_slots)),
+            )
+            self.register_constraint("raw_slot_outputscale", GreaterThan(1e-8))
+        if lengthscale_constraint is None:
+            lengthscale_constraint = Interval(2.5e-3, 1e3, initial_value=1.0)
+        if outputscale_constraint is None:
+            outputscale_constraint = GreaterThan(1e-8)
+        self.register_constraint("raw_lengthscale", lengthscale_constraint)
+        self.register_constraint("raw_outputscale", outputscale_constraint)
+
+        init_ls = torch.ones(G, d_max)
+        if lengthscale_prior is None:
+            dims = group_dims.clamp_min(1).to(torch.float64)
+            loc = (math.sqrt(2.0) + 0.5 * dims.log()).unsqueeze(-1).expand(G, d_max)
+            lengthscale_prior = LogNormalPrior(
+                loc=loc.clone(), scale=torch.full((G, d_max), math.sqrt(3.0))
+            )
+            init_ls = torch.exp(lengthscale_prior.loc - lengthscale_prior.scale**2)
+        if lengthscale_prior is not False:
+            self.register_prior(
+                "lengthscale_prior",
+                lengthscale_prior,
+                self._lengthscale_param,
+                self._lengthscale_closure,
+            )
+        path_len = max(1, tree.max_active_vertices(contributes))
+        if outputscale_prior is None:
+            outputscale_prior = LogNormalPrior(
+                loc=torch.tensor(-math.log(path_len)), scale=torch.tensor(1.0)
+            )
+        if outputscale_prior is not False:
+            self.register_prior(
+                "outputscale_prior",
+                outputscale_prior,
+                self._outputscale_param,
+                self._outputscale_closure,
+            )
+        if vertex_bias != "none":
+            # Offsets: a tenth of an output scale a priori and initially.
+            self.register_prior(
+                "vertex_offset_prior",
+                LogNormalPrior(
+                    loc=torch.tensor(-math.log(10.0 * path_len)),
+                    scale=torch.tensor(1.5),
+                ),
+                self._offset_param,
+                self._offset_closure,
+            )
+            self.vertex_offset = torch.full((*batch_shape, V), 0.1 / path_len)
+        if shared_component:
+            self.register_prior(
+                "slot_outputscale_prior",
+                LogNormalPrior(
+                    loc=torch.tensor(-math.log(2.0 * path_len)),
+                    scale=torch.tensor(1.0),
+                ),
+                self._slot_outputscale_param,
+                self._slot_outputscale_closure,
+            )
+            self.slot_outputscale = torch.full(
+                (*batch_shape, tree.num_slots), 0.5 / path_len
+            )
+        # Initial values: the default prior's mode for lengthscales, and output
+        # scales that sum to 1 along the longest path.
+        self._set_group_lengthscale(init_ls.expand(*batch_shape, G, d_max))
+        self.outputscale = torch.full((*batch_shape, V), 1.0 / path_len)
+        return lengthscale_constraint, outputscale_constraint, path_len
 
     @staticmethod
     def _lengthscale_param(m: VertexHyperparameters) -> Tensor:

@@ -57,6 +57,10 @@ class AddTreeKernelOptions:
         inherit_ancestors: Each vertex's kernel also reads its ancestors'
             parameters, so the effect of a shared parameter may differ
             between branches (paper 000, App. E).
+        ancestor_interactions: Keep each vertex's own term and add a separate
+            interaction term on its and its ancestors' parameters, with a
+            small output-scale prior (paper 000, App. E), so that an additive
+            objective is learned as without it.
 
     Example:
         >>> opts = AddTreeKernelOptions(share_lengthscales="depth")
@@ -70,6 +74,7 @@ class AddTreeKernelOptions:
     share_outputscales: Sharing = "none"
     shared_component: bool = False
     inherit_ancestors: bool = False
+    ancestor_interactions: bool = False
 
     def __post_init__(self) -> None:
         if self.base_kernel not in BASE_KERNELS:
@@ -79,9 +84,14 @@ class AddTreeKernelOptions:
         object.__setattr__(self, "vertex_bias", validate_vertex_bias(self.vertex_bias))
         validate_sharing(self.share_lengthscales, "share_lengthscales")
         validate_sharing(self.share_outputscales, "share_outputscales")
-        for name in ("shared_component", "inherit_ancestors"):
+        for name in ("shared_component", "inherit_ancestors", "ancestor_interactions"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}.")
+        if self.inherit_ancestors and self.ancestor_interactions:
+            raise ValueError(
+                "inherit_ancestors and ancestor_interactions cannot both be set: "
+                "choose folded (inherit_ancestors) or separate interaction terms."
+            )
 
     def as_kwargs(self) -> dict[str, Any]:
         """The options as keyword arguments of ``AddTreeKernel`` / ``AddTreeGP``."""

@@ -169,12 +169,13 @@ class AddTreeUCBOptions(AddTreeOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.kernel.inherit_ancestors:
-            raise ValueError(
-                "kernel.inherit_ancestors is not available with the per-vertex "
-                "UCB (add_tree_ucb): each vertex is maximized on its own "
-                "parameters; use the add_tree strategy."
-            )
+        for name in ("inherit_ancestors", "ancestor_interactions"):
+            if getattr(self.kernel, name):
+                raise ValueError(
+                    f"kernel.{name} is not available with the per-vertex UCB "
+                    "(add_tree_ucb): each vertex is maximized on its own "
+                    "parameters; use the add_tree strategy."
+                )
         if self.beta is not None:
             _check_positive(self.beta, "beta")
         if self.path_selection not in PATH_SELECTIONS:
