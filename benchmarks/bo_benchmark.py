@@ -230,6 +230,8 @@ TREEBO_MODIFIERS = {
     "shc": {"shared_component": True},
     "inherit": {"inherit_ancestors": True},
     "interact": {"ancestor_interactions": True},
+    # The method's kernel with and without interaction terms, chosen by LOO.
+    "selint": {"select_interactions": True},
     "lp2": {"local_patience": 2},
     "bp2": {"basin_patience": 2},
     "bp5": {"basin_patience": 5},
@@ -275,15 +277,15 @@ def build_options(settings: dict) -> tuple[str, object]:
     kernel = {k: settings.pop(k) for k in list(settings) if k in _KERNEL}
     local = {_LOCAL[k]: settings.pop(k) for k in list(settings) if k in _LOCAL}
     refine = settings.pop("local_refinement", True)
+    select_interactions = settings.pop("select_interactions", False)
     local_options = (
         replace(base.local, **local) if refine and base.local is not None else None
     )
-    options = replace(
-        base,
-        kernel=replace(base.kernel, **kernel),
-        local=local_options,
-        **settings,
-    )
+    kernel_options = replace(base.kernel, **kernel)
+    if select_interactions:
+        interacting = replace(kernel_options, ancestor_interactions=True)
+        settings["alternative_kernels"] = (interacting,)
+    options = replace(base, kernel=kernel_options, local=local_options, **settings)
     return model, options
 
 

@@ -52,6 +52,7 @@ from treebo.kernels.correlation import SlotGram, stationary_correlation
 from treebo.kernels.features import (
     feature_tables,
     inherited_columns,
+    interacting_vertices,
     vertex_features,
 )
 from treebo.kernels.hyperparameters import VertexHyperparameters
@@ -305,14 +306,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
     ) -> AddTreeKernel | None:
         """The kernel of the ancestor interaction terms (``None`` where no
         vertex with parameters lies below another)."""
-        tree, has_params = self.tree, self.vertex_has_params
-        above = [False] * tree.num_vertices  # an ancestor has parameters
-        for vertex in tree.vertices:  # parents first; built once
-            if vertex.parent is not None:
-                above[vertex.index] = above[vertex.parent] or bool(
-                    has_params[vertex.parent]
-                )
-        interacting = has_params.cpu() & torch.tensor(above, dtype=torch.bool)
+        interacting = interacting_vertices(self.tree) & self.vertex_has_params.cpu()
         if not bool(interacting.any()):
             return None
         scale = INTERACTION_SCALE / path_len
@@ -328,7 +322,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             lengthscale_constraint=copy.deepcopy(lengthscale_constraint),
             outputscale_constraint=copy.deepcopy(outputscale_constraint),
             batch_shape=self.batch_shape,
-            tree=tree,
+            tree=self.tree,
             categorical_values=self.categorical_values,
             inherit_ancestors=True,
             vertices=interacting,

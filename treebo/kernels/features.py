@@ -51,6 +51,24 @@ def inherited_columns(tree: TreeStructure) -> list[tuple[int, ...]]:
     return columns
 
 
+def interacting_vertices(tree: TreeStructure) -> Tensor:
+    """``V`` booleans: the vertices with parameters below a vertex with
+    parameters (those that get an interaction term with
+    ``ancestor_interactions``).
+
+    Example:
+        >>> from treebo.structure import TreeStructure
+        >>> interacting_vertices(TreeStructure.build(4, {1: {0: [2], 1: [3]}}))
+        tensor([False,  True,  True])
+    """
+    has_params = [bool(v.continuous_columns) for v in tree.vertices]
+    above = [False] * tree.num_vertices  # an ancestor has parameters
+    for vertex in tree.vertices:  # parents come first
+        if vertex.parent is not None:
+            above[vertex.index] = above[vertex.parent] or has_params[vertex.parent]
+    return torch.tensor(has_params) & torch.tensor(above)
+
+
 def feature_tables(
     tree: TreeStructure,
     categorical_values: Mapping[int, Sequence[float]],

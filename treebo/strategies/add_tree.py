@@ -24,14 +24,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement
+from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
+from treebo.kernels.features import interacting_vertices
+from treebo.kernels.options import AddTreeKernelOptions
 from treebo.models.add_tree_gp import AddTreeGP
-from treebo.models.fit import noise_floor_likelihood
+from treebo.models.fit import loo_log_predictive, noise_floor_likelihood
 from treebo.optim.mixed import lists_paths, optimize_acqf_mixed_tree
 from treebo.optim.tree_optimize import (
     TreeCandidate,
@@ -75,7 +79,13 @@ class AddTreeStrategy(Strategy):
 
     def __init__(self, options: AddTreeOptions | None = None, **kwargs: Any) -> None:
         super().__init__(options, **kwargs)
-        self.fitter = WarmStartFit(self.options.warm_start, self.options.fit_criterion)
+        opts = self.options
+        self.fitter = WarmStartFit(opts.warm_start, opts.fit_criterion)
+        self.alternative_fitters = [
+            WarmStartFit(opts.warm_start, opts.fit_criterion)
+            for _ in opts.alternative_kernels
+        ]
+        self.kernel_options = opts.kernel  # of the model in use
         self.local = (
             None if self.options.local is None else LocalSteps(self.options.local)
         )
@@ -84,9 +94,16 @@ class AddTreeStrategy(Strategy):
 
     # ----------------------------------------------------------------- model
     def build_model(
-        self, space: TreeSpace, X: Tensor, y: Tensor, noise_floor: float
+        self,
+        space: TreeSpace,
+        X: Tensor,
+        y: Tensor,
+        noise_floor: float,
+        kernel: AddTreeKernelOptions | None = None,
     ) -> AddTreeGP:
-        """An unfitted :class:`AddTreeGP` with these options on ``X``, ``y``."""
+        """An unfitted :class:`AddTreeGP` on ``X``, ``y`` with the kernel
+        settings ``kernel`` (default: those of the model in use)."""
+        kernel = self.kernel_options if kernel is None else kernel
         return AddTreeGP(
             X,
             y,
@@ -94,24 +111,51 @@ class AddTreeStrategy(Strategy):
             bounds=space.bounds.to(X),
             categorical_values=space.categorical_values,
             likelihood=noise_floor_likelihood(noise_floor),
-            **self.options.kernel.as_kwargs(),
+            **kernel.as_kwargs(),
         ).to(X)
 
     def fit(self, observations: Observations) -> AddTreeGP:
-        """Fit the global model to the finished evaluations."""
+        """Fit the global model to the finished evaluations: the model of
+        ``options.kernel``, or of an alternative kernel that predicts the
+        data better in leave-one-out."""
         space, X, y = observations.space, observations.X, observations.y
-        model = self.fitter.fit(
-            lambda floor: self.build_model(space, X, y, floor),
-            self.options.noise_floor,
-        )
+        floor, main = self.options.noise_floor, self.options.kernel
+        model = self.fitter.fit(lambda f: self.build_model(space, X, y, f, main), floor)
+        chosen = main
+        alternatives = [
+            (kernel, fitter)
+            for kernel, fitter in zip(
+                self.options.alternative_kernels, self.alternative_fitters, strict=True
+            )
+            if distinct_kernel(kernel, main, space)
+        ]
+        if alternatives:
+            best = loo_log_predictive(model)
+            for kernel, fitter in alternatives:
+                try:
+                    other = fitter.fit(
+                        lambda f, k=kernel: self.build_model(space, X, y, f, k), floor
+                    )
+                except ModelFittingError:  # keep the models that fitted
+                    continue
+                score = loo_log_predictive(other)
+                if bool(score > best):
+                    model, chosen, best = other, kernel, score
+        self.kernel_options = chosen
         self.last_model = model
         return model
 
     def state_dict(self) -> dict[str, Any]:
-        return {"hyperparameters": self.fitter.state_dict()}
+        state = {"hyperparameters": self.fitter.state_dict()}
+        if self.alternative_fitters:
+            state["alternatives"] = [f.state_dict() for f in self.alternative_fitters]
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.fitter.load_state_dict(state.get("hyperparameters", {}))
+        saved = state.get("alternatives", [{}] * len(self.alternative_fitters))
+        for fitter, entry in zip(self.alternative_fitters, saved, strict=True):
+            fitter.load_state_dict(entry)
 
     # -------------------------------------------------------------- proposal
     def propose(self, observations: Observations) -> Proposal:
@@ -272,3 +316,16 @@ def best_path_candidate(
         if accept(row):
             return row
     return None
+
+
+def distinct_kernel(
+    kernel: AddTreeKernelOptions, main: AddTreeKernelOptions, space: TreeSpace
+) -> bool:
+    """Whether ``kernel`` gives ``space`` a different model than ``main``
+    (interaction terms change nothing where no vertex with parameters lies
+    below another)."""
+    if kernel.ancestor_interactions and not bool(
+        interacting_vertices(space.tree).any()
+    ):
+        kernel = replace(kernel, ancestor_interactions=False)
+    return kernel != main

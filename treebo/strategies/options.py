@@ -88,6 +88,14 @@ class AddTreeOptions:
 
     Attributes:
         kernel: The :class:`~treebo.kernels.AddTreeKernel`'s settings.
+        alternative_kernels: Further kernel settings, each fitted beside
+            ``kernel`` at every proposal (warm-started from its own last
+            fit); the proposal uses the fitted model whose data are best
+            predicted in leave-one-out
+            (:func:`~treebo.models.fit.loo_log_predictive`). For example
+            ``(replace(LOOP_KERNEL_OPTIONS, ancestor_interactions=True),)``
+            adds the interaction terms of the paper's App. E only where the
+            data show interactions. Each adds a fit per proposal.
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes; small values suit deterministic objectives.
         fit_criterion: ``"mll"`` (marginal likelihood) or ``"loo"``
@@ -107,6 +115,7 @@ class AddTreeOptions:
     """
 
     kernel: AddTreeKernelOptions = LOOP_KERNEL_OPTIONS
+    alternative_kernels: tuple[AddTreeKernelOptions, ...] = ()
     noise_floor: float = 1e-6
     fit_criterion: Literal["mll", "loo"] = "mll"
     warm_start: bool = True
@@ -120,6 +129,15 @@ class AddTreeOptions:
                 "kernel must be AddTreeKernelOptions, got "
                 f"{type(self.kernel).__name__}."
             )
+        alternatives = self.alternative_kernels
+        if isinstance(alternatives, AddTreeKernelOptions) or not all(
+            isinstance(k, AddTreeKernelOptions) for k in alternatives
+        ):
+            raise TypeError(
+                "alternative_kernels must be a tuple of AddTreeKernelOptions, got "
+                f"{alternatives!r}."
+            )
+        object.__setattr__(self, "alternative_kernels", tuple(alternatives))
         _check_positive(self.noise_floor, "noise_floor")
         validate_fit_criterion(self.fit_criterion, "fit_criterion")
         _check_count(self.num_restarts, "num_restarts", 1)
@@ -169,13 +187,14 @@ class AddTreeUCBOptions(AddTreeOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("inherit_ancestors", "ancestor_interactions"):
-            if getattr(self.kernel, name):
-                raise ValueError(
-                    f"kernel.{name} is not available with the per-vertex UCB "
-                    "(add_tree_ucb): each vertex is maximized on its own "
-                    "parameters; use the add_tree strategy."
-                )
+        for kernel in (self.kernel, *self.alternative_kernels):
+            for name in ("inherit_ancestors", "ancestor_interactions"):
+                if getattr(kernel, name):
+                    raise ValueError(
+                        f"kernel.{name} is not available with the per-vertex UCB "
+                        "(add_tree_ucb): each vertex is maximized on its own "
+                        "parameters; use the add_tree strategy."
+                    )
         if self.beta is not None:
             _check_positive(self.beta, "beta")
         if self.path_selection not in PATH_SELECTIONS:
