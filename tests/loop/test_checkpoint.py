@@ -93,6 +93,25 @@ def test_labels_json_cannot_hold_round_trip(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_a_proposal_never_told_leaves_no_state_to_resume_from(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    options = AddTreeOptions(num_restarts=2, raw_samples=32, local=None)
+    kwargs = dict(seed=2, n_initial=4, options=options)
+    opt = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
+    for _ in range(6):
+        params = opt.ask()
+        opt.tell(params, problem.objective(params))
+    told = opt.strategy.state_dict()
+    opt.ask()  # fits again and journals the new state; then the run dies
+    assert opt.strategy.state_dict() != told
+    assert "strategy_state" in json.loads(path.read_text().splitlines()[-1])
+    resumed = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
+    assert resumed.strategy.state_dict() == told
+    # ... so the re-made proposal is the one the interrupted run made.
+    assert resumed.ask() == opt.pending[0]
+
+
 def test_a_version_2_checkpoint_is_resumed_and_rewritten_as_a_journal(tmp_path):
     problem = Jenatton()
     path = tmp_path / "run.json"

@@ -9,7 +9,7 @@ import torch
 from gpytorch.mlls import ExactMarginalLogLikelihood, LeaveOneOutPseudoLikelihood
 
 from treebo.models import AddTreeGP, fit_model, noise_floor_likelihood
-from treebo.models.fit import MIN_POINTS_FOR_LOO
+from treebo.models.fit import MIN_POINTS_FOR_LOO, loo_log_predictive
 from treebo.test_functions import Jenatton
 
 
@@ -91,6 +91,14 @@ def test_loo_objective_is_the_leave_one_out_predictive_likelihood():
         )
     model.eval()
     assert closed == pytest.approx(brute_force_loo(model), rel=1e-8)
+
+
+@pytest.mark.parametrize("criterion", ["mll", "loo"])
+def test_loo_log_predictive_equals_refitting_without_each_point(criterion):
+    model = fit_model(jenatton_model(14, seed=2), criterion)
+    score = float(loo_log_predictive(model))
+    assert score == pytest.approx(brute_force_loo(model), rel=1e-8)
+    assert not model.training  # the score leaves the model in eval mode
 
 
 def test_loo_fits_noise_free_additive_data_better():

@@ -65,8 +65,11 @@ class Checkpoint:
     Attributes:
         identity: What makes two runs the same run (see :func:`run_identity`).
         history: Every trial.
-        strategy_state: The strategy's latest
-            :meth:`~treebo.strategies.Strategy.state_dict`.
+        strategy_state: The strategy's
+            :meth:`~treebo.strategies.Strategy.state_dict` as the proposal of
+            the last told trial left it (a state written by a later proposal,
+            never told, is dropped: the resumed run makes that proposal
+            again).
     """
 
     identity: dict[str, Any]
@@ -246,7 +249,11 @@ class Journal:
             )
         self._check_identity(first)
         history: list[Trial] = []
+        # The state to resume from is the one the last told trial's proposal
+        # left: a state written after it belongs to a proposal that was never
+        # told, which the resumed run makes again from the earlier state.
         state: dict[str, Any] = {}
+        latest: dict[str, Any] = {}
         for number, line in enumerate(lines[1:], start=2):
             try:
                 event = json.loads(line)
@@ -264,8 +271,9 @@ class Journal:
                 ) from None
             if "trial" in event:
                 history.append(trial_from_record(space, event["trial"]))
+                state = latest
             elif "strategy_state" in event:
-                state = event["strategy_state"]
+                latest = event["strategy_state"]
         return Checkpoint(self.identity, history, state)
 
     def _check_identity(self, saved: dict[str, Any]) -> None:
