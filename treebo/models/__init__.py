@@ -4,6 +4,8 @@ from treebo.models.add_tree_gp import AddTreeGP, VertexPosterior
 from treebo.models.fit import (
     FIT_CRITERIA,
     fit_model,
+    loo_log_densities,
+    loo_log_predictive,
     noise_floor_likelihood,
     noise_floor_likelihood_options,
 )
@@ -32,6 +34,8 @@ __all__ = [
     "fit_model",
     "fit_treed_gp",
     "learn_tree_structure",
+    "loo_log_densities",
+    "loo_log_predictive",
     "loo_prune",
     "noise_floor_likelihood",
     "noise_floor_likelihood_options",

@@ -114,14 +114,44 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
     return model.eval()
 
 
-def loo_log_predictive(model: Model) -> Tensor:
-    r"""Mean leave-one-out log predictive density of a fitted exact GP's data.
+def loo_log_densities(model: Model) -> Tensor:
+    r"""Leave-one-out log predictive density of each training point.
 
-    The criterion of the module docstring, without priors, evaluated at the
-    model's current hyper-parameters: how well each training point is
-    predicted from the others. It compares fitted models of different
-    kernels on the same data (a kernel with more terms can only score
-    higher by predicting better).
+    :math:`\log p(y_i \mid X, y_{-i}, \theta)` of the module docstring,
+    without priors, at the model's current hyper-parameters (closed form:
+    one Cholesky factorization).
+
+    Args:
+        model: An exact GP with a Gaussian likelihood and one output.
+
+    Returns:
+        ``batch_shape x n`` log densities (a leading 1 for an unbatched model
+        with a batched noise).
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> X = torch.rand(12, 1, dtype=torch.float64)
+        >>> model = fit_model(SingleTaskGP(X, torch.sin(6 * X)))
+        >>> loo_log_densities(model).shape[-1]
+        12
+    """
+    X, y = model.train_inputs[0], model.train_targets
+    with torch.no_grad():
+        prior = model.forward(X)
+        noise = model.likelihood.noise.unsqueeze(-1) * torch.ones_like(y)
+        K = prior.covariance_matrix + torch.diag_embed(noise)
+        precision = torch.cholesky_inverse(torch.linalg.cholesky(K))
+        weights = (precision @ (y - prior.mean).unsqueeze(-1)).squeeze(-1)
+        diag = precision.diagonal(dim1=-2, dim2=-1)
+        # sigma_i^2 = 1 / diag_i, y_i - mu_i = weights_i / diag_i.
+        log_density = 0.5 * diag.log() - 0.5 * weights.square() / diag
+        return log_density - 0.5 * math.log(2 * math.pi)
+
+
+def loo_log_predictive(model: Model) -> Tensor:
+    r"""Mean leave-one-out log predictive density of a fitted exact GP's data
+    (the mean of :func:`loo_log_densities`): how well each training point is
+    predicted from the others.
 
     Args:
         model: An exact GP with a Gaussian likelihood and one output.
@@ -136,14 +166,31 @@ def loo_log_predictive(model: Model) -> Tensor:
         >>> bool(loo_log_predictive(model) > 0)
         True
     """
-    X, y = model.train_inputs[0], model.train_targets
-    with torch.no_grad():
-        prior = model.forward(X)
-        noise = model.likelihood.noise.unsqueeze(-1) * torch.ones_like(y)
-        K = prior.covariance_matrix + torch.diag_embed(noise)
-        precision = torch.cholesky_inverse(torch.linalg.cholesky(K))
-        weights = (precision @ (y - prior.mean).unsqueeze(-1)).squeeze(-1)
-        diag = precision.diagonal(dim1=-2, dim2=-1)
-        # sigma_i^2 = 1 / diag_i, y_i - mu_i = weights_i / diag_i.
-        log_density = 0.5 * diag.log() - 0.5 * weights.square() / diag
-        return log_density.mean(-1) - 0.5 * math.log(2 * math.pi)
+    return loo_log_densities(model).mean(-1)
+
+
+def predicts_better(candidate: Tensor, incumbent: Tensor, z: float = 1.0) -> bool:
+    r"""Whether leave-one-out densities show a model to predict better than another.
+
+    With :math:`d_i` the per-point differences of ``candidate`` and
+    ``incumbent`` (:func:`loo_log_densities` of two models on the same
+    data), the candidate wins if :math:`\bar d > z\,s_d / \sqrt n`: its mean
+    gain exceeds ``z`` standard errors (a paired test; with ``z = 1`` the
+    one-standard-error rule). A more flexible model fitted to the same data
+    scores a little higher by chance; it must do so clearly.
+
+    Args:
+        candidate, incumbent: ``n`` log densities each.
+        z: Standard errors the mean gain must exceed.
+
+    Example:
+        >>> a = torch.tensor([1.0, 1.2, 0.9, 1.1])
+        >>> noisy_gain = torch.tensor([1.0, -1.0, 0.5, -0.3])
+        >>> predicts_better(a + 0.5, a), predicts_better(a + noisy_gain, a)
+        (True, False)
+    """
+    diff = (candidate - incumbent).reshape(-1)
+    n = diff.numel()
+    if n < 2:
+        return bool(diff.sum() > 0)
+    return bool(diff.mean() > z * diff.std() / math.sqrt(n))

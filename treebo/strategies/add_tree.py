@@ -35,7 +35,11 @@ from treebo.acquisition.add_tree_ucb import AddTreeUCB
 from treebo.kernels.features import interacting_vertices
 from treebo.kernels.options import AddTreeKernelOptions
 from treebo.models.add_tree_gp import AddTreeGP
-from treebo.models.fit import loo_log_predictive, noise_floor_likelihood
+from treebo.models.fit import (
+    loo_log_densities,
+    noise_floor_likelihood,
+    predicts_better,
+)
 from treebo.optim.mixed import lists_paths, optimize_acqf_mixed_tree
 from treebo.optim.tree_optimize import (
     TreeCandidate,
@@ -117,7 +121,8 @@ class AddTreeStrategy(Strategy):
     def fit(self, observations: Observations) -> AddTreeGP:
         """Fit the global model to the finished evaluations: the model of
         ``options.kernel``, or of an alternative kernel that predicts the
-        data better in leave-one-out."""
+        data clearly better in leave-one-out (by more than one standard error
+        of the paired per-point gains: :func:`~treebo.models.fit.predicts_better`)."""
         space, X, y = observations.space, observations.X, observations.y
         floor, main = self.options.noise_floor, self.options.kernel
         model = self.fitter.fit(lambda f: self.build_model(space, X, y, f, main), floor)
@@ -130,7 +135,7 @@ class AddTreeStrategy(Strategy):
             if distinct_kernel(kernel, main, space)
         ]
         if alternatives:
-            best = loo_log_predictive(model)
+            best = loo_log_densities(model)
             for kernel, fitter in alternatives:
                 try:
                     other = fitter.fit(
@@ -138,9 +143,9 @@ class AddTreeStrategy(Strategy):
                     )
                 except ModelFittingError:  # keep the models that fitted
                     continue
-                score = loo_log_predictive(other)
-                if bool(score > best):
-                    model, chosen, best = other, kernel, score
+                densities = loo_log_densities(other)
+                if predicts_better(densities, best):
+                    model, chosen, best = other, kernel, densities
         self.kernel_options = chosen
         self.last_model = model
         return model

@@ -90,9 +90,10 @@ class AddTreeOptions:
         kernel: The :class:`~treebo.kernels.AddTreeKernel`'s settings.
         alternative_kernels: Further kernel settings, each fitted beside
             ``kernel`` at every proposal (warm-started from its own last
-            fit); the proposal uses the fitted model whose data are best
-            predicted in leave-one-out
-            (:func:`~treebo.models.fit.loo_log_predictive`). For example
+            fit); the proposal uses an alternative's model where it predicts
+            the data clearly better in leave-one-out (its mean gain in
+            :func:`~treebo.models.loo_log_densities` over the best so far
+            exceeds one standard error), else ``kernel``'s. For example
             ``(replace(LOOP_KERNEL_OPTIONS, ancestor_interactions=True),)``
             adds the interaction terms of the paper's App. E only where the
             data show interactions. Each adds a fit per proposal.
