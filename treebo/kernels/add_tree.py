@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 import torch
 from gpytorch.constraints import Interval
 from gpytorch.kernels import Kernel
-from gpytorch.priors import LogNormalPrior, Prior
+from gpytorch.priors import Prior
 from torch import Tensor
 
 from treebo.kernels.correlation import SlotGram, stationary_correlation
@@ -55,7 +55,7 @@ from treebo.kernels.features import (
     interacting_vertices,
     vertex_features,
 )
-from treebo.kernels.hyperparameters import VertexHyperparameters
+from treebo.kernels.hyperparameters import VertexHyperparameters, log_normal_prior
 from treebo.kernels.options import BASE_KERNELS, validate_vertex_bias
 from treebo.kernels.sharing import sharing_groups
 from treebo.structure import HierarchicalDependencies, TreeStructure
@@ -316,9 +316,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             base_kernel=self.base_kernel,
             share_lengthscales=self.share_lengthscales,
             share_outputscales=self.share_outputscales,
-            outputscale_prior=LogNormalPrior(
-                loc=torch.tensor(math.log(scale)), scale=torch.tensor(1.0)
-            ),
+            outputscale_prior=log_normal_prior(math.log(scale), 1.0),
             lengthscale_constraint=copy.deepcopy(lengthscale_constraint),
             outputscale_constraint=copy.deepcopy(outputscale_constraint),
             batch_shape=self.batch_shape,

@@ -35,6 +35,11 @@ from torch import Tensor
 from treebo.kernels.sharing import first_of_groups, fold_prior_sample
 
 
+def log_normal_prior(loc: float, scale: float) -> LogNormalPrior:
+    """A scalar ``LogNormalPrior`` (``loc`` and ``scale`` of the logarithm)."""
+    return LogNormalPrior(loc=torch.tensor(loc), scale=torch.tensor(scale))
+
+
 class VertexHyperparameters:
     """Per-vertex views of the Add-Tree kernel's grouped hyper-parameters.
 
@@ -118,9 +123,7 @@ class VertexHyperparameters:
             )
         path_len = max(1, tree.max_active_vertices(contributes))
         if outputscale_prior is None:
-            outputscale_prior = LogNormalPrior(
-                loc=torch.tensor(-math.log(path_len)), scale=torch.tensor(1.0)
-            )
+            outputscale_prior = log_normal_prior(-math.log(path_len), 1.0)
         if outputscale_prior is not False:
             self.register_prior(
                 "outputscale_prior",
@@ -132,10 +135,7 @@ class VertexHyperparameters:
             # Offsets: a tenth of an output scale a priori and initially.
             self.register_prior(
                 "vertex_offset_prior",
-                LogNormalPrior(
-                    loc=torch.tensor(-math.log(10.0 * path_len)),
-                    scale=torch.tensor(1.5),
-                ),
+                log_normal_prior(-math.log(10.0 * path_len), 1.5),
                 self._offset_param,
                 self._offset_closure,
             )
@@ -143,10 +143,7 @@ class VertexHyperparameters:
         if shared_component:
             self.register_prior(
                 "slot_outputscale_prior",
-                LogNormalPrior(
-                    loc=torch.tensor(-math.log(2.0 * path_len)),
-                    scale=torch.tensor(1.0),
-                ),
+                log_normal_prior(-math.log(2.0 * path_len), 1.0),
                 self._slot_outputscale_param,
                 self._slot_outputscale_closure,
             )
