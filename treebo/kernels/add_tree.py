@@ -141,12 +141,13 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             interaction term on its own and its ancestors' parameters, with
             its own lengthscales and output scale :math:`\rho_v^2` (paper
             000, App. E; module docstring). The output scales' prior is
-            centred at a tenth of a vertex's (``INTERACTION_SCALE``), so
-            that the terms stay small unless the data need them and an
-            additive objective is learned as fast as without them. The
+            centred at a tenth of a vertex's (``INTERACTION_SCALE``). The
             terms' lengthscales and output scales are shared as
-            ``share_lengthscales`` and ``share_outputscales`` say. Cannot
-            be combined with ``inherit_ancestors``.
+            ``share_lengthscales`` and ``share_outputscales`` say. On an
+            additive objective the terms slow learning down; the loop's
+            ``AddTreeOptions.alternative_kernels`` uses them only where
+            leave-one-out shows that they predict better. Cannot be combined
+            with ``inherit_ancestors``.
         vertices: ``V`` booleans: the vertices whose terms the kernel sums
             (default: every vertex; a vertex without parameters or offset
             contributes nothing either way).

@@ -59,8 +59,8 @@ class AddTreeKernelOptions:
             between branches (paper 000, App. E).
         ancestor_interactions: Keep each vertex's own term and add a separate
             interaction term on its and its ancestors' parameters, with a
-            small output-scale prior (paper 000, App. E), so that an additive
-            objective is learned as without it.
+            small output-scale prior (paper 000, App. E); best used as one of
+            ``AddTreeOptions.alternative_kernels``.
 
     Example:
         >>> opts = AddTreeKernelOptions(share_lengthscales="depth")

@@ -31,6 +31,7 @@ from gpytorch.constraints import GreaterThan
 from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.mlls import ExactMarginalLogLikelihood, LeaveOneOutPseudoLikelihood
 from gpytorch.priors import LogNormalPrior
+from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 FIT_CRITERIA = ("mll", "loo")
@@ -140,7 +141,8 @@ def loo_log_densities(model: Model) -> Tensor:
         prior = model.forward(X)
         noise = model.likelihood.noise.unsqueeze(-1) * torch.ones_like(y)
         K = prior.covariance_matrix + torch.diag_embed(noise)
-        precision = torch.cholesky_inverse(torch.linalg.cholesky(K))
+        # Jitter where a noise floor leaves K numerically singular.
+        precision = torch.cholesky_inverse(psd_safe_cholesky(K))
         weights = (precision @ (y - prior.mean).unsqueeze(-1)).squeeze(-1)
         diag = precision.diagonal(dim1=-2, dim2=-1)
         # sigma_i^2 = 1 / diag_i, y_i - mu_i = weights_i / diag_i.

@@ -141,9 +141,9 @@ class AddTreeStrategy(Strategy):
                     other = fitter.fit(
                         lambda f, k=kernel: self.build_model(space, X, y, f, k), floor
                     )
-                except ModelFittingError:  # keep the models that fitted
+                    densities = loo_log_densities(other)
+                except (ModelFittingError, RuntimeError):  # keep what fitted
                     continue
-                densities = loo_log_densities(other)
                 if predicts_better(densities, best):
                     model, chosen, best = other, kernel, densities
         self.kernel_options = chosen

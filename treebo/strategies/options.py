@@ -131,7 +131,7 @@ class AddTreeOptions:
                 f"{type(self.kernel).__name__}."
             )
         alternatives = self.alternative_kernels
-        if isinstance(alternatives, AddTreeKernelOptions) or not all(
+        if not isinstance(alternatives, (tuple, list)) or not all(
             isinstance(k, AddTreeKernelOptions) for k in alternatives
         ):
             raise TypeError(
