@@ -126,8 +126,10 @@ def loo_log_densities(model: Model) -> Tensor:
         model: An exact GP with a Gaussian likelihood and one output.
 
     Returns:
-        ``batch_shape x n`` log densities (a leading 1 for an unbatched model
-        with a batched noise).
+        ``batch_shape x n`` log densities.
+
+    Raises:
+        NotPSDError: If the covariance cannot be factored even with jitter.
 
     Example:
         >>> from botorch.models import SingleTaskGP
@@ -139,7 +141,7 @@ def loo_log_densities(model: Model) -> Tensor:
     X, y = model.train_inputs[0], model.train_targets
     with torch.no_grad():
         prior = model.forward(X)
-        noise = model.likelihood.noise.unsqueeze(-1) * torch.ones_like(y)
+        noise = model.likelihood.noise.expand(y.shape)
         K = prior.covariance_matrix + torch.diag_embed(noise)
         # Jitter where a noise floor leaves K numerically singular.
         precision = torch.cholesky_inverse(psd_safe_cholesky(K))
@@ -163,7 +165,7 @@ def loo_log_predictive(model: Model) -> Tensor:
 
     Example:
         >>> from botorch.models import SingleTaskGP
-        >>> X = torch.rand(12, 1, dtype=torch.float64)
+        >>> X = torch.linspace(0, 1, 12, dtype=torch.float64).unsqueeze(-1)
         >>> model = fit_model(SingleTaskGP(X, torch.sin(6 * X)))
         >>> bool(loo_log_predictive(model) > 0)
         True

@@ -134,8 +134,11 @@ class AddTreeStrategy(Strategy):
             )
             if distinct_kernel(kernel, main, space)
         ]
-        if alternatives:
-            best = loo_log_densities(model)
+        try:
+            best = loo_log_densities(model) if alternatives else None
+        except RuntimeError:  # nothing to compare against: keep the main model
+            best = None
+        if best is not None:
             for kernel, fitter in alternatives:
                 try:
                     other = fitter.fit(
