@@ -7,12 +7,15 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.optim.fit import fit_gpytorch_mll_scipy
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from treebo.models import TreedGP, WeightedPseudoLikelihood
+from treebo.models import TreedGP, WeightedPseudoLikelihood, treed_fit
 from treebo.models.treed_fit import (
     PROFILED_PRIORS,
+    START_LENGTHSCALES,
+    START_LOG_RATIOS,
     MaternGaussianQuadratics,
     fit_treed_gp,
     profiled_pseudo_log_likelihood,
+    start_from_grid,
 )
 
 
@@ -183,3 +186,41 @@ def test_fit_gpytorch_mll_dispatches_to_the_profiled_fit():
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     with pytest.raises(ValueError, match="maxiter"):
         fit_treed_gp(model, maxiter=0)
+
+
+@pytest.mark.parametrize("entries_per_pass", [1, 2**21])  # one pass per candidate
+def test_grid_start_picks_each_leafs_best_candidate(monkeypatch, entries_per_pass):
+    monkeypatch.setattr(treed_fit, "START_BATCH_ENTRIES", entries_per_pass)
+    model = _model(warp=True, noise=0.05)
+    matern = model.covar_module.base_kernel.base_kernel
+    current = matern.lengthscale.detach().clone()
+    L = model.num_leaves
+    log_ratio = torch.linspace(-8.0, -2.0, L, dtype=torch.float64)
+
+    def total(lengthscale, ratio):
+        """The profiled objective plus the lengthscales' log prior."""
+        with torch.no_grad():
+            matern.lengthscale = lengthscale
+            value = profiled_pseudo_log_likelihood(model, ratio)[0]
+            return float(value + matern.lengthscale_prior.log_prob(lengthscale).sum())
+
+    # Brute force: vary one leaf over the candidates, the others at their
+    # current values (the objective is a sum of one term per leaf).
+    candidates = [(ls, r) for ls in START_LENGTHSCALES for r in START_LOG_RATIOS]
+    expected_ls, expected_ratio = current.clone(), log_ratio.clone()
+    for leaf in range(L):
+        best = (total(current, log_ratio), current[leaf], log_ratio[leaf])
+        for ls, r in candidates:
+            lengthscale, ratio = current.clone(), log_ratio.clone()
+            lengthscale[leaf], ratio[leaf] = ls, r
+            value = total(lengthscale, ratio)
+            if value > best[0]:
+                best = (value, lengthscale[leaf], ratio[leaf])
+        expected_ls[leaf], expected_ratio[leaf] = best[1], best[2]
+    with torch.no_grad():
+        matern.lengthscale = current
+    start = start_from_grid(model, log_ratio)
+    assert torch.allclose(matern.lengthscale, expected_ls)
+    assert torch.allclose(start, expected_ratio)
+    assert not torch.equal(start, log_ratio)  # the grid moved some leaf
+    assert total(expected_ls, start) >= total(current, log_ratio)

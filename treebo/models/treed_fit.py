@@ -37,7 +37,7 @@ s_{\min}^2 - \log \lambda_l` is differentiated as written.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import torch
 from botorch.optim.closures import ForwardBackwardClosure
@@ -59,6 +59,13 @@ MIN_NOISE_RATIO = 1e-10
 #: Newton steps for the profiled log output scale (strictly concave, started
 #: at the maximizer without priors, so it converges in a few steps).
 NEWTON_STEPS = 4
+#: Isotropic start lengthscales tried for each leaf (unit-cube inputs,
+#: raised to the lengthscales' lower bound; :func:`start_from_grid`).
+START_LENGTHSCALES = (0.025, 0.05, 0.1, 0.2, 0.4, 0.8)
+#: Start log noise-to-signal ratios tried for each leaf.
+START_LOG_RATIOS = (math.log(1e-6), math.log(1e-3), math.log(1e-1))
+#: Matrix entries (factors x rows^2) of the candidates scored in one pass.
+START_BATCH_ENTRIES = 2**21
 #: The priors handled inside the profile (names in ``model.named_priors()``).
 PROFILED_PRIORS = (
     "covar_module.base_kernel.outputscale_prior",
@@ -124,6 +131,97 @@ def _log_normal(prior: torch.nn.Module) -> tuple[float, float]:
     return float(prior.loc), float(prior.scale)
 
 
+class LeafProfile(NamedTuple):
+    r"""Each leaf's profiled objective and its pieces (``... x L`` each).
+
+    Attributes:
+        value: The leaf's weighted pseudo-likelihood plus the log priors of
+            its output scale and noise, at :math:`(\mu^*, t^*)`.
+        mean: :math:`\mu^*`, the generalized least-squares mean.
+        log_scale: :math:`t^*`, the profiled log output scale.
+        decay: :math:`e^{-t^*}`.
+        Q: The weighted quadratic form :math:`Q_l` at :math:`\mu^*`.
+        N: The weighted count :math:`N_l`.
+        z_s: The output scale's standardized log, :math:`(t^* - m_\sigma) /
+            s_\sigma`.
+        z_n: The noise's standardized log.
+        binds: Where the noise floor binds.
+    """
+
+    value: Tensor
+    mean: Tensor
+    log_scale: Tensor
+    decay: Tensor
+    Q: Tensor
+    N: Tensor
+    z_s: Tensor
+    z_n: Tensor
+    binds: Tensor
+
+
+def _profile_leaves(
+    gram: Tensor,
+    half_logdet: Tensor,
+    log_ratio: Tensor,
+    leaf: Tensor,
+    weight: Tensor,
+    count: Tensor,
+    priors: tuple[float, float, float, float],
+    noise_floor: float,
+) -> LeafProfile:
+    r"""Sum factors into their leaves and profile out the means and scales.
+
+    Args:
+        gram: ``... x F x 2 x 2``: each factor's :math:`y^\top C^{-1} y`,
+            :math:`y^\top C^{-1} 1`, :math:`1^\top C^{-1} 1`.
+        half_logdet: ``... x F``: :math:`\tfrac12 \log |C|`.
+        log_ratio: ``... x L``: each leaf's :math:`\log \lambda_l`.
+        leaf: ``F`` long: the leaf owning each factor.
+        weight: ``F``: the factors' weights.
+        count: ``F``: the factors' weighted sizes.
+        priors: ``(loc, scale)`` of the output scale's and of the noise's
+            log-normal priors.
+        noise_floor: The lower bound on each leaf's noise variance.
+
+    Returns:
+        The :class:`LeafProfile` (module docstring for the math).
+    """
+    loc_s, scale_s, loc_n, scale_n = priors
+    zeros = log_ratio.new_zeros(log_ratio.shape)
+    num = zeros.index_add(-1, leaf, weight * gram[..., 0, 1])
+    den = zeros.index_add(-1, leaf, weight * gram[..., 1, 1])
+    mean = num / den
+    m = mean[..., leaf]
+    quad = gram[..., 0, 0] - 2 * m * gram[..., 0, 1] + m.square() * gram[..., 1, 1]
+    Q = zeros.index_add(-1, leaf, weight * quad)
+    N = zeros.index_add(-1, leaf, count.expand_as(quad))
+    D = zeros.index_add(-1, leaf, weight * half_logdet)
+    # Newton's method on g(t) (module docstring); g'' < 0 everywhere.
+    # g'(t) = a e^-t - b - k t, with a, b, k constant in t.
+    a = 0.5 * Q
+    k = 1 / scale_s**2 + 1 / scale_n**2
+    b = (0.5 * N + 2.0 - loc_s / scale_s**2).add_(
+        log_ratio - loc_n, alpha=1 / scale_n**2
+    )
+    t = (Q / N).clamp(min=MIN_OUTPUTSCALE).log()
+    for _ in range(NEWTON_STEPS):
+        decay = torch.exp(-t).mul_(a)
+        t = torch.addcdiv(t, decay - torch.add(b, t, alpha=k), decay + k)
+    t = t.clamp(min=math.log(MIN_OUTPUTSCALE))
+    # Where the noise floor binds, t follows the ratio: s^2 = lambda e^t.
+    bound = math.log(noise_floor) - log_ratio
+    binds = bound > t
+    t = torch.where(binds, bound, t)
+    log_noise = log_ratio + t
+    decay = torch.exp(-t)
+    z_s, z_n = (t - loc_s) / scale_s, (log_noise - loc_n) / scale_n
+    value = -0.5 * Q * decay - 0.5 * N * (t + math.log(2 * math.pi)) - D
+    value = value - (t + 0.5 * z_s.square()) - (log_noise + 0.5 * z_n.square())
+    # Normalizers of the two log-normal densities.
+    value = value - math.log(2 * math.pi * scale_s * scale_n)
+    return LeafProfile(value, mean, t, decay, Q, N, z_s, z_n, binds)
+
+
 class ProfiledLeafObjective(torch.autograd.Function):
     r"""The profiled objective of every leaf from its factors' quadratic forms.
 
@@ -159,45 +257,16 @@ class ProfiledLeafObjective(torch.autograd.Function):
         priors: tuple[float, float, float, float],
         noise_floor: float,
     ) -> tuple[Tensor, Tensor, Tensor]:
-        loc_s, scale_s, loc_n, scale_n = priors
-        zeros = log_ratio.new_zeros(log_ratio.shape[-1])
-        num = zeros.index_add(0, leaf, weight * gram[:, 0, 1])
-        den = zeros.index_add(0, leaf, weight * gram[:, 1, 1])
-        mean = num / den
-        m = mean[leaf]
-        quad = gram[:, 0, 0] - 2 * m * gram[:, 0, 1] + m.square() * gram[:, 1, 1]
-        Q = zeros.index_add(0, leaf, weight * quad)
-        N = zeros.index_add(0, leaf, count)
-        D = zeros.index_add(0, leaf, weight * half_logdet)
-        # Newton's method on g(t) (module docstring); g'' < 0 everywhere.
-        # g'(t) = a e^-t - b - k t, with a, b, k constant in t.
-        a = 0.5 * Q
-        k = 1 / scale_s**2 + 1 / scale_n**2
-        b = (0.5 * N + 2.0 - loc_s / scale_s**2).add_(
-            log_ratio - loc_n, alpha=1 / scale_n**2
+        profile = _profile_leaves(
+            gram, half_logdet, log_ratio, leaf, weight, count, priors, noise_floor
         )
-        t = (Q / N).clamp(min=MIN_OUTPUTSCALE).log()
-        for _ in range(NEWTON_STEPS):
-            decay = torch.exp(-t).mul_(a)
-            t = torch.addcdiv(t, decay - torch.add(b, t, alpha=k), decay + k)
-        t = t.clamp(min=math.log(MIN_OUTPUTSCALE))
-        # Where the noise floor binds, t follows the ratio: s^2 = lambda e^t.
-        bound = math.log(noise_floor) - log_ratio
-        binds = bound > t
-        t = torch.where(binds, bound, t)
-        log_noise = log_ratio + t
-        decay = torch.exp(-t)
-        z_s, z_n = (t - loc_s) / scale_s, (log_noise - loc_n) / scale_n
-        value = (-0.5 * Q * decay - 0.5 * N * t - D).sum()
-        value = value - (t + 0.5 * z_s.square()).sum()
-        value = value - (log_noise + 0.5 * z_n.square()).sum()
-        value = value - 0.5 * N.sum() * math.log(2 * math.pi)
-        # Normalizers of the two log-normal densities.
-        value = value - N.numel() * math.log(2 * math.pi * scale_s * scale_n)
+        value = profile.value.sum()
+        _, scale_s, _, scale_n = priors
+        mean, t, decay = profile.mean, profile.log_scale, profile.decay
         # d value / d log_ratio: the noise prior at fixed t; where the floor
         # binds, log_noise is fixed and t = bound moves by -1 per unit ratio.
-        dt = 0.5 * Q * decay - 0.5 * N - 1 - z_s / scale_s
-        grad_ratio = torch.where(binds, -dt, -(1 + z_n / scale_n))
+        dt = 0.5 * profile.Q * decay - 0.5 * profile.N - 1 - profile.z_s / scale_s
+        grad_ratio = torch.where(profile.binds, -dt, -(1 + profile.z_n / scale_n))
         ctx.save_for_backward(leaf, weight, mean, decay, grad_ratio)
         ctx.mark_non_differentiable(mean, t)
         return value, mean, t
@@ -241,33 +310,123 @@ def profiled_pseudo_log_likelihood(
         ``log_ratio``), and the ``L`` profiled means and log output scales
         (detached).
     """
-    ratio = log_ratio.exp()
-    parts = []  # per group: leaf, weight, gram, log|C| / 2, weighted count
     lengthscale = model.covar_module.base_kernel.base_kernel.lengthscale
-    for group in model.factor_groups():
-        leaf, w = group.leaf, group.mask
-        X = model._leaf_inputs(group.inputs, leaf)
-        Z = X / lengthscale[leaf]  # B x m x d
-        diag = torch.addcmul(1 - w, w, ratio[leaf].unsqueeze(-1))
-        # B x 2 x 2: y'C^-1 y, y'C^-1 1, 1'C^-1 1; and log|C| / 2.
-        gram, half_logdet = MaternGaussianQuadratics.apply(Z, diag, w, group.rhs)
-        w_f = group.weight.to(Z)
-        parts.append((leaf, w_f, gram, half_logdet, w_f * w.sum(-1)))
-    # All factors at once (F of them), summed into their leaves.
-    leaf, w_f, gram, half_logdet, n_f = (torch.cat(p) for p in zip(*parts, strict=True))
-    # The two priors named in PROFILED_PRIORS.
-    scale_prior = model.covar_module.base_kernel.outputscale_prior
-    noise_prior = model.likelihood.noise_covar.noise_prior
-    priors = (*_log_normal(scale_prior), *_log_normal(noise_prior))
-    floor = float(model.likelihood.noise_covar.raw_noise_constraint.lower_bound)
+    quadratics = _factor_quadratics(model, lengthscale, log_ratio)
+    leaf, w_f, gram, half_logdet, n_f = quadratics
+    priors, floor = _profiled_priors(model)
     value, mean, t = ProfiledLeafObjective.apply(
         gram, half_logdet, log_ratio, leaf, w_f, n_f, priors, floor
     )
     return value, mean, t
 
 
+def _factor_quadratics(
+    model: torch.nn.Module, lengthscale: Tensor, log_ratio: Tensor
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    r"""Every pseudo-likelihood factor's Gaussian quadratic forms.
+
+    Args:
+        model: The :class:`~treebo.models.TreedGP` (its factors and warps).
+        lengthscale: ``... x L x 1 x d``: each leaf's lengthscales.
+        log_ratio: ``... x L``: each leaf's :math:`\log \lambda_l`.
+
+    Returns:
+        ``(leaf, weight, gram, half_logdet, count)`` of the ``F`` factors:
+        the owning leaf and the weight (``F`` each), the ``... x F x 2 x 2``
+        Gram matrices :math:`y^\top C^{-1} y`, :math:`y^\top C^{-1} 1`,
+        :math:`1^\top C^{-1} 1`, the ``... x F`` values :math:`\tfrac12
+        \log |C|`, and the weighted sizes (``F``).
+    """
+    ratio = log_ratio.exp()
+    parts = []  # per group: leaf, weight, gram, log|C| / 2, weighted count
+    for group in model.factor_groups():
+        leaf, w = group.leaf, group.mask
+        X = model._leaf_inputs(group.inputs, leaf)
+        Z = X / lengthscale[..., leaf, :, :]  # ... x B x m x d
+        diag = torch.addcmul(1 - w, w, ratio[..., leaf].unsqueeze(-1))
+        rhs = group.rhs.expand(*diag.shape, group.rhs.shape[-1])
+        gram, half_logdet = MaternGaussianQuadratics.apply(Z, diag, w, rhs)
+        w_f = group.weight.to(Z)
+        parts.append((leaf, w_f, gram, half_logdet, w_f * w.sum(-1)))
+    # All factors at once (F of them).
+    leaf, w_f, gram, half_logdet, n_f = zip(*parts, strict=True)
+    return (
+        torch.cat(leaf),
+        torch.cat(w_f),
+        torch.cat(gram, dim=-3),
+        torch.cat(half_logdet, dim=-1),
+        torch.cat(n_f),
+    )
+
+
+def _profiled_priors(
+    model: torch.nn.Module,
+) -> tuple[tuple[float, float, float, float], float]:
+    """The log-normal priors named in :data:`PROFILED_PRIORS` as ``(loc,
+    scale)`` pairs (output scale, then noise), and the noise floor."""
+    scale_prior = model.covar_module.base_kernel.outputscale_prior
+    noise_prior = model.likelihood.noise_covar.noise_prior
+    priors = (*_log_normal(scale_prior), *_log_normal(noise_prior))
+    floor = float(model.likelihood.noise_covar.raw_noise_constraint.lower_bound)
+    return priors, floor
+
+
+def start_from_grid(model: torch.nn.Module, log_ratio: Tensor) -> Tensor:
+    r"""Move each leaf's start to the best point of a small grid.
+
+    The profiled objective is a sum of one term per leaf in that leaf's own
+    lengthscales and ratio, so each leaf picks its own start: the best, by
+    its term plus its lengthscales' log prior, of the current values and of
+    every pair of an isotropic lengthscale in :data:`START_LENGTHSCALES`
+    and a noise-to-signal
+    ratio in :data:`START_LOG_RATIOS`. All candidates are scored in batched
+    passes; the lengthscales are written into the model.
+
+    Args:
+        model: The :class:`~treebo.models.TreedGP`.
+        log_ratio: ``L``: each leaf's current :math:`\log \lambda_l`.
+
+    Returns:
+        ``L``: each leaf's starting :math:`\log \lambda_l`.
+    """
+    kernel = model.covar_module.base_kernel.base_kernel
+    current = kernel.lengthscale.detach()  # L x 1 x d
+    lower = kernel.raw_lengthscale_constraint.lower_bound.to(current)
+    grid_ls = current.new_tensor(START_LENGTHSCALES).clamp(min=lower)
+    grid_ratio = current.new_tensor(START_LOG_RATIOS)
+    K, J, L = grid_ls.numel(), grid_ratio.numel(), log_ratio.shape[-1]
+    on_grid = grid_ls.repeat_interleave(J).view(-1, 1, 1, 1)
+    lengthscale = torch.cat(
+        [on_grid.expand(K * J, *current.shape), current.unsqueeze(0)]
+    )  # G x L x 1 x d
+    ratio = torch.cat(
+        [grid_ratio.repeat(K).unsqueeze(-1).expand(K * J, L), log_ratio.unsqueeze(0)]
+    )  # G x L
+    priors, floor = _profiled_priors(model)
+    # Candidates per pass: about START_BATCH_ENTRIES matrix entries each.
+    entries = sum(g.mask.shape[0] * g.mask.shape[1] ** 2 for g in model.factor_groups())
+    per_pass = max(1, START_BATCH_ENTRIES // entries)
+    with torch.no_grad():
+        values = []
+        passes = zip(lengthscale.split(per_pass), ratio.split(per_pass), strict=True)
+        for ls, lr in passes:
+            leaf, w_f, gram, half_logdet, n_f = _factor_quadratics(model, ls, lr)
+            profile = _profile_leaves(
+                gram, half_logdet, lr, leaf, w_f, n_f, priors, floor
+            )
+            log_prior = kernel.lengthscale_prior.log_prob(ls).flatten(-2).sum(-1)
+            values.append(profile.value + log_prior)
+        best = torch.cat(values).argmax(dim=0)  # L
+        leaves = torch.arange(L, device=best.device)
+        kernel.lengthscale = lengthscale[best, leaves]
+    return ratio[best, leaves]
+
+
 def fit_treed_gp(
-    model: torch.nn.Module, maxiter: int = 200, ftol: float = 1e-9
+    model: torch.nn.Module,
+    maxiter: int = 200,
+    ftol: float = 1e-9,
+    grid_start: bool = True,
 ) -> OptimizationResult:
     r"""Fit a :class:`~treebo.models.TreedGP`'s hyper-parameters (MAP).
 
@@ -280,9 +439,17 @@ def fit_treed_gp(
 
     Args:
         model: The :class:`~treebo.models.TreedGP`; fitted in place from its
-            current lengthscales, warps and noise-to-signal ratios.
+            current lengthscales, warps and noise-to-signal ratios, each
+            leaf's moved first to the best point of a grid with
+            ``grid_start``.
         maxiter: L-BFGS-B iterations.
         ftol: L-BFGS-B's relative tolerance on the objective.
+        grid_start: Start each leaf from the best of its current values
+            and a grid of lengthscales and noise ratios
+            (:func:`start_from_grid`). The objective has several local
+            optima (smooth leaves with large noise, interpolating ones with
+            tiny noise); the grid finds the better basin at the cost of a
+            few evaluations without gradients.
 
     Returns:
         SciPy's :class:`~botorch.optim.core.OptimizationResult` (``fval``:
@@ -302,6 +469,8 @@ def fit_treed_gp(
     scale = model.covar_module.base_kernel
     noise = model.likelihood.noise.detach().squeeze(-1)
     init = (noise / scale.outputscale.detach()).clamp(min=MIN_NOISE_RATIO).log()
+    if grid_start:
+        init = start_from_grid(model, init)
     log_ratio = init.clone().requires_grad_(True)
     free, bounds = get_parameters_and_bounds(
         model,

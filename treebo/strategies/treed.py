@@ -54,7 +54,11 @@ class TreedOptions:
             scores).
         num_points: Size of the Sobol set the acquisition is scored on.
         num_polish: How many of its best points L-BFGS-B refines.
-        fit_maxiter: L-BFGS-B iterations of the hyper-parameter fit.
+        fit_maxiter: L-BFGS-B iterations of the hyper-parameter fit
+            (``None``: 25, or 50 with ``warp``, whose two concentrations per
+            input and leaf take longer to settle). The fit starts each
+            leaf from the best point of a grid
+            (:func:`~treebo.models.treed_fit.start_from_grid`).
 
     Example:
         >>> from treebo import Real, TreeOptimizer, TreeSpace, Vertex
@@ -71,7 +75,7 @@ class TreedOptions:
     noise_floor: float = 1e-6
     num_points: int = 20_000
     num_polish: int = 5
-    fit_maxiter: int = 50
+    fit_maxiter: int | None = None
 
     def __post_init__(self) -> None:
         _check_count(self.min_leaf_size, "min_leaf_size", 1)
@@ -83,7 +87,15 @@ class TreedOptions:
         _check_positive(self.noise_floor, "noise_floor")
         _check_count(self.num_points, "num_points", 1)
         _check_count(self.num_polish, "num_polish", 0)
-        _check_count(self.fit_maxiter, "fit_maxiter", 1)
+        if self.fit_maxiter is not None:
+            _check_count(self.fit_maxiter, "fit_maxiter", 1)
+
+    @property
+    def fit_iterations(self) -> int:
+        """The fit's L-BFGS-B iterations (``fit_maxiter`` or its default)."""
+        if self.fit_maxiter is not None:
+            return self.fit_maxiter
+        return 50 if self.warp else 25
 
 
 @register_strategy
@@ -135,7 +147,7 @@ class TreedStrategy(Strategy):
         )
         try:
             with warnings.catch_warnings(record=True):
-                fit_treed_gp(model, maxiter=opts.fit_maxiter)
+                fit_treed_gp(model, maxiter=opts.fit_iterations)
         except (RuntimeError, ValueError) as err:
             raise ModelFittingError(f"could not fit the treed GP: {err}") from err
         if not all(bool(p.isfinite().all()) for p in model.parameters()):
