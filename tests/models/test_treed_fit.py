@@ -12,7 +12,6 @@ from treebo.models.treed_fit import (
     PROFILED_PRIORS,
     START_LENGTHSCALES,
     START_LOG_RATIOS,
-    MaternGaussianQuadratics,
     fit_treed_gp,
     profiled_pseudo_log_likelihood,
     start_from_grid,
@@ -57,27 +56,6 @@ def _other_priors(model):
         prior.log_prob(closure(module)).sum()
         for name, module, prior, closure, _ in model.named_priors()
         if name not in PROFILED_PRIORS
-    )
-
-
-@pytest.mark.parametrize("d", [2, 6])  # both ways of forming distances
-def test_matern_gaussian_quadratics_values_and_gradients(d):
-    gen = torch.Generator().manual_seed(0)
-    Z = torch.rand(3, 5, d, generator=gen, dtype=torch.float64) * 3
-    diag = torch.rand(3, 5, generator=gen, dtype=torch.float64) + 0.1
-    w = torch.ones(3, 5, dtype=torch.float64)
-    w[1, 3:] = 0.0  # padding rows: independent unit variables in ``diag``
-    r = torch.randn(3, 5, 2, generator=gen, dtype=torch.float64) * w.unsqueeze(-1)
-    gram, half_logdet = MaternGaussianQuadratics.apply(Z, diag, w, r)
-    dist = torch.cdist(Z, Z)
-    s5 = 5**0.5 * dist
-    K = (1 + s5 + s5.square() / 3) * torch.exp(-s5)
-    C = K * w.unsqueeze(-1) * w.unsqueeze(-2) + torch.diag_embed(diag)
-    assert torch.allclose(gram, r.mT @ torch.linalg.solve(C, r))
-    assert torch.allclose(half_logdet, 0.5 * torch.logdet(C))
-    assert torch.autograd.gradcheck(
-        lambda Z, diag: MaternGaussianQuadratics.apply(Z, diag, w, r),
-        (Z.requires_grad_(True), diag.requires_grad_(True)),
     )
 
 
