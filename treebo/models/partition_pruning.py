@@ -87,8 +87,8 @@ def loo_squared_errors(
     C = stationary_correlation(sq, "matern52").unsqueeze(2)  # S x G x 1 x m x m
     wv = w.view(S, 1, 1, m)
     # Padding rows are independent unit variables with zero outcome.
-    K = C * (wv.unsqueeze(-1) * wv.unsqueeze(-2))
-    K = K + torch.diag_embed(wv * nug.view(1, 1, -1, 1) + (1 - wv))
+    K = (C * (wv.unsqueeze(-1) * wv.unsqueeze(-2))).repeat(1, 1, nug.numel(), 1, 1)
+    K.diagonal(dim1=-2, dim2=-1).add_(wv * nug.view(1, 1, -1, 1) + (1 - wv))
     L, info = torch.linalg.cholesky_ex(K)
     b = torch.stack(
         [(y[index] * w).view(S, 1, 1, m).expand(K.shape[:-1]), wv.expand(K.shape[:-1])],

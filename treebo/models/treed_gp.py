@@ -341,7 +341,7 @@ class TreedGP(Model, GP):
         w = rows.to(K)
         noise = self.likelihood.noise.squeeze(-1)[leaf].unsqueeze(-1)  # B x 1
         K = K * w.unsqueeze(-1) * w.unsqueeze(-2)
-        K = K + torch.diag_embed(w * noise + (1 - w))
+        K.diagonal(dim1=-2, dim2=-1).add_(w * noise + (1 - w))
         chol = psd_safe_cholesky(K)
         resid = (self.train_targets[index] - self.mean_constant[leaf].unsqueeze(-1)) * w
         return chol, resid, X

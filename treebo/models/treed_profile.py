@@ -60,7 +60,8 @@ class MaternGaussianQuadratics(torch.autograd.Function):
         sq = pairwise_sq_dist(Z, Z)
         k, t = matern52_parts(sq)
         ww = w.unsqueeze(-1) * w.unsqueeze(-2)
-        C = k.mul_(ww) + torch.diag_embed(diag)
+        C = k.mul_(ww)
+        C.diagonal(dim1=-2, dim2=-1).add_(diag)
         chol = psd_safe_cholesky(C)
         A = torch.cholesky_solve(r, chol)  # C^{-1} r
         half_logdet = chol.diagonal(dim1=-2, dim2=-1).log().sum(-1)
