@@ -406,8 +406,9 @@ class TreedGP(Model, GP):
         r"""Posterior means and whitened cross-covariances of ``P`` points.
 
         The points are sorted by leaf and cut into blocks of at most ``S``
-        points of one leaf (``S`` about ``P / (2L)``, at least 32), so that a
-        leaf holding most of the points costs no padding in the others; each
+        points of one leaf (``S`` about ``P / (8L)``, at least 32), so that a
+        leaf holding most of the points costs no padding in the others and
+        the padding of partly filled blocks stays below ``P / 8`` slots; each
         block is solved against its leaf's Cholesky factor in one batched
         triangular solve.
 
@@ -423,7 +424,7 @@ class TreedGP(Model, GP):
         """
         chol, alpha, Xl = self._leaf_posterior_terms()
         L, P = self.num_leaves, leaf.numel()
-        size = max(32, -(-P // (2 * L)))  # points per block
+        size = max(32, -(-P // (8 * L)))  # points per block
         order = leaf.argsort(stable=True)
         counts = torch.bincount(leaf, minlength=L)
         blocks = torch.div(counts + size - 1, size, rounding_mode="floor")
