@@ -55,7 +55,7 @@ class TreedOptions:
         num_points: Size of the Sobol set the acquisition is scored on.
         num_polish: How many of its best points L-BFGS-B refines.
         fit_maxiter: L-BFGS-B iterations of the hyper-parameter fit
-            (``None``: 25, or 50 with ``warp``, whose two concentrations per
+            (``None``: 20, or 50 with ``warp``, whose two concentrations per
             input and leaf take longer to settle). The fit starts each
             leaf from the best point of a grid
             (:func:`~treebo.models.treed_fit.start_from_grid`).
@@ -95,7 +95,7 @@ class TreedOptions:
         """The fit's L-BFGS-B iterations (``fit_maxiter`` or its default)."""
         if self.fit_maxiter is not None:
             return self.fit_maxiter
-        return 50 if self.warp else 25
+        return 50 if self.warp else 20
 
 
 @register_strategy
