@@ -119,6 +119,73 @@ def save_partial(
     tmp.replace(path)
 
 
+def seeded_problem(
+    problem_name: str, seed: int
+) -> tuple[HighDimProblem, torch.Tensor, torch.Generator]:
+    """A seed's problem (noise stream seeded), initial design and generator.
+
+    The generator has drawn the design; random search draws the rest from it.
+    """
+    problem: HighDimProblem = HIGH_DIM_PROBLEMS[problem_name](seed)
+    problem.generator.manual_seed(20_000 + seed)
+    low, width = problem.bounds[0], problem.bounds[1] - problem.bounds[0]
+    g = torch.Generator().manual_seed(seed)
+    shape = (N_INITIAL, problem.dim)
+    design = low + width * torch.rand(*shape, generator=g, dtype=torch.float64)
+    return problem, design, g
+
+
+def tree_additive_run(
+    problem: HighDimProblem,
+    method: str,
+    seed: int,
+    budget: int,
+    design: torch.Tensor,
+    observed: list[float],
+) -> tuple[torch.Tensor, list[float], list[float], list[float], TreeOptimizer]:
+    """A tree-additive method's run from ``design`` (already observed).
+
+    Returns:
+        The evaluated points, the observations, the seconds per proposal, the
+        edge F1 after every structure change (where the problem has a graph)
+        and the optimizer.
+    """
+    d, bounds = problem.dim, problem.bounds
+    space = box_space(bounds)
+    names = space.parameter_names
+    opt = TreeOptimizer(
+        space,
+        model="tree_additive",
+        options=tree_additive_options(method, d, seed),
+        seed=seed,
+        n_initial=N_INITIAL,
+    )
+    for x, v in zip(design.tolist(), observed, strict=True):
+        opt.tell(dict(zip(names, x, strict=True)), v)
+    X, observed = design.clone(), list(observed)
+    proposal_seconds: list[float] = []
+    f1: list[float] = []
+    last_edges = None
+    while X.shape[0] < budget:
+        t0 = time.perf_counter()
+        params = opt.ask()
+        proposal_seconds.append(time.perf_counter() - t0)
+        x = torch.tensor([[params[n] for n in names]], dtype=torch.float64)
+        v = float(problem.observe(x))
+        opt.tell(params, v)
+        X = torch.cat([X, x])
+        observed.append(v)
+        edges = opt.strategy.edges
+        if (
+            problem.edges is not None
+            and edges is not None
+            and (last_edges is None or not torch.equal(edges, last_edges))
+        ):
+            f1.append(edge_f1(edges, problem.edges))
+            last_edges = edges
+    return X, observed, proposal_seconds, f1, opt
+
+
 def run(
     problem_name: str,
     method: str,
@@ -127,12 +194,9 @@ def run(
     partial_dir: Path | None = None,
 ) -> dict:
     """One run's record; a vanilla run saves its state under ``partial_dir``."""
-    problem: HighDimProblem = HIGH_DIM_PROBLEMS[problem_name](seed)
-    problem.generator.manual_seed(20_000 + seed)
+    problem, design, g = seeded_problem(problem_name, seed)
     d, bounds = problem.dim, problem.bounds
     low, width = bounds[0], bounds[1] - bounds[0]
-    g = torch.Generator().manual_seed(seed)
-    design = low + width * torch.rand(N_INITIAL, d, generator=g, dtype=torch.float64)
     X = design.clone()
     observed = list(problem.observe(X).tolist())
     proposal_seconds: list[float] = []
@@ -140,35 +204,9 @@ def run(
     if method in ("tree_additive", "random_tree") or method.startswith(
         "tree_additive_r"
     ):
-        space = box_space(bounds)
-        names = space.parameter_names
-        opt = TreeOptimizer(
-            space,
-            model="tree_additive",
-            options=tree_additive_options(method, d, seed),
-            seed=seed,
-            n_initial=N_INITIAL,
+        X, observed, proposal_seconds, f1, _ = tree_additive_run(
+            problem, method, seed, budget, design, observed
         )
-        for x, v in zip(design.tolist(), observed, strict=True):
-            opt.tell(dict(zip(names, x, strict=True)), v)
-        last_edges = None
-        while X.shape[0] < budget:
-            t0 = time.perf_counter()
-            params = opt.ask()
-            proposal_seconds.append(time.perf_counter() - t0)
-            x = torch.tensor([[params[n] for n in names]], dtype=torch.float64)
-            v = float(problem.observe(x))
-            opt.tell(params, v)
-            X = torch.cat([X, x])
-            observed.append(v)
-            edges = opt.strategy.edges
-            if (
-                problem.edges is not None
-                and edges is not None
-                and (last_edges is None or not torch.equal(edges, last_edges))
-            ):
-                f1.append(edge_f1(edges, problem.edges))
-                last_edges = edges
     elif method == "vanilla":
         partial = None
         if partial_dir is not None:
