@@ -250,6 +250,8 @@ TREEBO_MODIFIERS = {
     "par2": {"_batch": 2},
     "par3": {"_batch": 3},
     "par4": {"_batch": 4},
+    # Initial design of this many points (default: paths + 1, 5 to 20).
+    "init10": {"_n_initial": 10},
 }
 #: Modifiers of experiments whose settings were removed from the loop; their
 #: records stay in ``benchmarks/out`` and their outcome in RESULTS_ARCHIVE.md.
@@ -333,8 +335,10 @@ def treebo_options(method: str) -> dict | None:
                     raise ValueError(f"unknown modifier {name!r} in method {method!r}")
                 settings.update(TREEBO_MODIFIERS[name])
             batch = settings.pop("_batch", 1)
+            n_initial = settings.pop("_n_initial", None)
             model, options = build_options(settings)
-            return {"model": model, "options": options, "_batch": batch}
+            kwargs = {"model": model, "options": options, "_batch": batch}
+            return kwargs if n_initial is None else {**kwargs, "n_initial": n_initial}
     return None
 
 

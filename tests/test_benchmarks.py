@@ -129,6 +129,16 @@ def test_parallel_worker_modifiers_set_the_batch_and_nothing_else():
         assert options == {k: v for k, v in base.items() if k != "_batch"}
 
 
+def test_the_design_size_modifier_sets_n_initial_and_nothing_else():
+    base = treebo_options("treebo")
+    options = treebo_options("treebo_init10")
+    kwargs = {k: v for k, v in options.items() if k != "_batch"}  # as run() does
+    space = GeneralizedJenatton(depth=3).space  # 4 paths: default design 5
+    assert TreeOptimizer(space, seed=0, **kwargs).n_initial == 10
+    assert options.pop("n_initial") == 10 and "n_initial" not in base
+    assert options == base
+
+
 def test_unrelated_leaves_have_their_stated_minima():
     problem = UnrelatedLeaves()
     space = problem.space
