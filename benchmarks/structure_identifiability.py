@@ -80,6 +80,7 @@ def study(X: torch.Tensor, y: torch.Tensor, truth: torch.Tensor, rounds: int) ->
 
 
 def run(problem_name: str, seed: int, budget: int, rounds: int) -> list[dict]:
+    """One seed's records: the loop's points, then as many uniform ones."""
     problem, design, _ = seeded_problem(problem_name, seed)
     if problem.edges is None:
         raise ValueError(f"{problem_name} has no true graph")
@@ -106,6 +107,7 @@ def run(problem_name: str, seed: int, budget: int, rounds: int) -> list[dict]:
 
 
 def summarize(path: Path) -> None:
+    """Print the table of RESULTS from the records in ``path``."""
     rows = [json.loads(line) for line in path.read_text().splitlines()]
     print("| data | seeds | F1 after each round (median) | last round above truth |")
     print("|---|---|---|---|")
