@@ -196,13 +196,15 @@ def botorch_proposal(
 # "treebo_ucb" / "treebo_ucb_joint" the paper's loop (no redirects, no local
 # patience), "treebo_logei" the LogEI loop without vertex offsets, and every
 # base method the first local steps (LogEI only, local noise floor 1e-6, a
-# constant local mean) and no shared components. ``treebo`` is the default
-# loop, ``TreeOptimizer()``; ``DEFAULT_METHOD`` spells it with modifiers.
+# constant local mean), no shared components and no alternative kernel.
+# ``treebo`` is the default loop, ``TreeOptimizer()``; ``DEFAULT_METHOD``
+# spells it with modifiers.
 _FIRST_LOCAL_STEPS = {
     "local_acquisition": ("log_ei",),
     "local_noise_floor": 1e-6,
     "shared_component": False,
     "local_mean": "constant",
+    "select_interactions": False,
 }
 _UCB_PAPER_LOOP = {
     "model": "add_tree_ucb",
@@ -217,7 +219,7 @@ TREEBO_METHODS = {
     "treebo_ucb_default": {"model": "add_tree_ucb", **_FIRST_LOCAL_STEPS},
     "treebo_logei": {"vertex_bias": "none", **_FIRST_LOCAL_STEPS},
 }
-DEFAULT_METHOD = "treebo_logei_offsets_lucb_lnf8_lalt_shc_lauto"
+DEFAULT_METHOD = "treebo_logei_offsets_lucb_lnf8_lalt_shc_lauto_selint"
 TREEBO_MODIFIERS = {
     "global": {"local_refinement": False},
     "loo": {"fit_criterion": "loo"},
@@ -230,8 +232,10 @@ TREEBO_MODIFIERS = {
     "shc": {"shared_component": True},
     "inherit": {"inherit_ancestors": True},
     "interact": {"ancestor_interactions": True},
-    # The method's kernel with and without interaction terms, chosen by LOO.
+    # The method's kernel with and without interaction terms, chosen by
+    # leave-one-out (the default of "treebo"); "noint": the kernel alone.
     "selint": {"select_interactions": True},
+    "noint": {"select_interactions": False},
     "lp2": {"local_patience": 2},
     "bp2": {"basin_patience": 2},
     "bp5": {"basin_patience": 5},
@@ -279,12 +283,19 @@ def build_options(settings: dict) -> tuple[str, object]:
     kernel = {k: settings.pop(k) for k in list(settings) if k in _KERNEL}
     local = {_LOCAL[k]: settings.pop(k) for k in list(settings) if k in _LOCAL}
     refine = settings.pop("local_refinement", True)
-    select_interactions = settings.pop("select_interactions", False)
+    select_interactions = settings.pop(
+        "select_interactions", bool(base.alternative_kernels)
+    )
     local_options = (
         replace(base.local, **local) if refine and base.local is not None else None
     )
     kernel_options = replace(base.kernel, **kernel)
-    if select_interactions:
+    # The alternative follows the method's kernel (none where the kernel
+    # already folds or adds the ancestors' parameters).
+    settings["alternative_kernels"] = ()
+    if select_interactions and not (
+        kernel_options.inherit_ancestors or kernel_options.ancestor_interactions
+    ):
         interacting = replace(kernel_options, ancestor_interactions=True)
         settings["alternative_kernels"] = (interacting,)
     options = replace(base, kernel=kernel_options, local=local_options, **settings)

@@ -12,7 +12,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.kernels.options import (
+    INTERACTING_KERNEL_OPTIONS,
+    LOOP_KERNEL_OPTIONS,
+    AddTreeKernelOptions,
+)
 from treebo.models.fit import validate_fit_criterion
 from treebo.optim.local_refinement import validate_local_acquisition
 from treebo.optim.tree_optimize import PATH_SELECTIONS
@@ -93,10 +97,14 @@ class AddTreeOptions:
             fit); the proposal uses an alternative's model where it predicts
             the data clearly better in leave-one-out (its mean gain in
             :func:`~treebo.models.loo_log_densities` over the best so far
-            exceeds one standard error), else ``kernel``'s. For example
-            ``(replace(LOOP_KERNEL_OPTIONS, ancestor_interactions=True),)``
-            adds the interaction terms of the paper's App. E only where the
-            data show interactions. Each adds a fit per proposal.
+            exceeds one standard error), else ``kernel``'s. The default,
+            :data:`~treebo.kernels.INTERACTING_KERNEL_OPTIONS`, adds the
+            interaction terms of the paper's App. E only where the data show
+            them (the best learning rate depends on the optimizer chosen
+            below it, say). An alternative that gives the space the same
+            model as ``kernel`` (interaction terms on a space with no
+            vertex of parameters below another) is skipped; each other one
+            adds a fit per proposal. ``()`` fits ``kernel`` alone.
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes; small values suit deterministic objectives.
         fit_criterion: ``"mll"`` (marginal likelihood) or ``"loo"``
@@ -116,7 +124,9 @@ class AddTreeOptions:
     """
 
     kernel: AddTreeKernelOptions = LOOP_KERNEL_OPTIONS
-    alternative_kernels: tuple[AddTreeKernelOptions, ...] = ()
+    alternative_kernels: tuple[AddTreeKernelOptions, ...] = (
+        INTERACTING_KERNEL_OPTIONS,
+    )
     noise_floor: float = 1e-6
     fit_criterion: Literal["mll", "loo"] = "mll"
     warm_start: bool = True
@@ -156,11 +166,12 @@ class AddTreeUCBOptions(AddTreeOptions):
 
     Algorithm 2 of Ma & Blaschko (2020): per-vertex UCB optima combined along
     paths. Its defaults differ from :class:`AddTreeOptions`' where that
-    measured better for it: no vertex offsets, a plain local model
-    (``mean="constant"``) that also runs after two failed global proposals,
-    and proposals moved off a resolved basin. The paper's loop is
-    ``path_selection="sum", basin_patience=None, local=LocalStepOptions(
-    mean="constant", patience=0)``.
+    measured better for it: no vertex offsets, no alternative kernel (each
+    vertex is maximized on its own parameters, so interaction terms do not
+    apply), a plain local model (``mean="constant"``) that also runs after
+    two failed global proposals, and proposals moved off a resolved basin.
+    The paper's loop is ``path_selection="sum", basin_patience=None,
+    local=LocalStepOptions(mean="constant", patience=0)``.
 
     Attributes:
         beta: UCB weight(s); ``None`` gives the paper's
@@ -179,6 +190,7 @@ class AddTreeUCBOptions(AddTreeOptions):
         share_outputscales="depth",
         shared_component=True,
     )
+    alternative_kernels: tuple[AddTreeKernelOptions, ...] = ()
     local: LocalStepOptions | None = field(
         default_factory=lambda: LocalStepOptions(mean="constant", patience=2)
     )
