@@ -236,6 +236,8 @@ TREEBO_MODIFIERS = {
     # leave-one-out (the default of "treebo"); "noint": the kernel alone.
     "selint": {"select_interactions": True},
     "noint": {"select_interactions": False},
+    # Scores below Tukey's lower fence clipped before the models see them.
+    "wins": {"winsorize": True},
     "lp2": {"local_patience": 2},
     "bp2": {"basin_patience": 2},
     "bp5": {"basin_patience": 5},
