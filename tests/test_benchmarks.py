@@ -13,6 +13,7 @@ from benchmarks.local_steps import parse_variant
 from benchmarks.parallel_workers import slow_objective, table
 from benchmarks.sibling_transfer import FlippedGeneralizedJenatton, UnrelatedLeaves
 from benchmarks.summarize import paired_counts, parse_seeds, sign_test
+from benchmarks.winsorized import winsorize_scores
 from treebo import TreeOptimizer
 from treebo.strategies import AddTreeOptions, AddTreeUCBOptions
 from treebo.test_functions import GeneralizedJenatton, Jenatton
@@ -288,3 +289,39 @@ def test_validation_suite_reads_regret_and_branches_from_the_noise_free_values()
     assert log_regret(record, 3) == pytest.approx(-1.0)
     assert log_regret(record, 2) == pytest.approx(math.log10(0.2))
     assert not on_wrong_branch(record, 3) and on_wrong_branch(record, 2)
+
+
+def test_winsorized_scores_clip_below_tukeys_fence_and_keep_the_good_ones():
+    generator = np.random.default_rng(0)
+    for n, bad in ((5, 1), (8, 1), (30, 6)):
+        s = generator.standard_normal(n)
+        s[:bad] -= 50.0  # a heavy bad tail
+        # Brute force: quartiles at observed scores, the fence, then z-scores.
+        q1 = np.percentile(s, 25, method="lower")
+        q3 = np.percentile(s, 75, method="higher")
+        clipped = np.maximum(s, q1 - 1.5 * (q3 - q1))
+        expected = (clipped - clipped.mean()) / clipped.std(ddof=1)
+        out = winsorize_scores(torch.tensor(s).unsqueeze(-1))
+        assert out.shape == (n, 1)
+        np.testing.assert_allclose(out.squeeze(-1).numpy(), expected, atol=1e-12)
+    # Equivariant under a f + b; nothing below the fence: unchanged.
+    s = torch.tensor([3.0, -1.0, 0.5, 2.0, -0.25, -40.0, 1.0], dtype=torch.float64)
+    torch.testing.assert_close(winsorize_scores(1e-8 * s + 3.0), winsorize_scores(s))
+    good = s[:5]
+    assert winsorize_scores(good) is good
+
+
+def test_the_winsorized_strategy_fits_its_model_to_the_clipped_scores():
+    problem = Jenatton()
+    options = AddTreeOptions(num_restarts=4, raw_samples=64, alternative_kernels=())
+    opt = TreeOptimizer(
+        problem.space, seed=0, n_initial=8, model="add_tree_winsorized", options=options
+    )
+    for i in range(8):
+        params = opt.ask()
+        opt.tell(params, 1e3 if i == 3 else problem.objective(params))
+    _, y = opt.training_data()
+    opt.ask()  # the first model-based proposal
+    targets = opt.last_model.train_targets
+    torch.testing.assert_close(targets, winsorize_scores(y).squeeze(-1))
+    assert int(targets.argmin()) == 3 and float(y[3]) < float(targets.min())

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
 from treebo import TreeOptimizer
-from treebo.loop.outcomes import parse_outcome, standardize_scores, winsorize_scores
+from treebo.loop.outcomes import parse_outcome, standardize_scores
 from treebo.strategies import AddTreeOptions
 from treebo.test_functions import Jenatton
 
@@ -115,53 +114,3 @@ def test_scaled_and_shifted_objectives_get_the_same_proposals():
                     assert value == pytest.approx(theirs[name], abs=1e-6), (c, b, name)
                 else:
                     assert value == theirs[name]
-
-
-def test_winsorized_scores_clip_below_tukeys_fence_and_keep_the_good_ones():
-    generator = np.random.default_rng(0)
-    for n, bad in ((5, 1), (8, 1), (30, 6)):
-        s = generator.standard_normal(n)
-        s[:bad] -= 50.0  # a heavy bad tail
-        # Brute force: quartiles at observed scores, the fence, then z-scores.
-        q1 = np.percentile(s, 25, method="lower")
-        q3 = np.percentile(s, 75, method="higher")
-        clipped = np.maximum(s, q1 - 1.5 * (q3 - q1))
-        expected = (clipped - clipped.mean()) / clipped.std(ddof=1)
-        out = winsorize_scores(torch.tensor(s).unsqueeze(-1))
-        assert out.shape == (n, 1)
-        np.testing.assert_allclose(out.squeeze(-1).numpy(), expected, atol=1e-12)
-        assert (clipped > s).any()
-
-
-@pytest.mark.parametrize("c, b", [(1e-8, 0.0), (1e300, 0.0), (3.0, 1e3)])
-def test_winsorized_scores_do_not_see_scale_or_shift(c, b):
-    s = torch.tensor([3.0, -1.0, 0.5, 2.0, -0.25, -40.0, 1.0], dtype=torch.float64)
-    torch.testing.assert_close(
-        winsorize_scores(c * s + b), winsorize_scores(s), rtol=0, atol=1e-9
-    )
-
-
-def test_scores_without_outliers_or_quartiles_come_back_unchanged():
-    s = torch.tensor([0.3, -1.2, 0.9, 0.1, -0.4], dtype=torch.float64)
-    assert winsorize_scores(s) is s
-    few = torch.tensor([-100.0, 1.0, 2.0], dtype=torch.float64)
-    assert winsorize_scores(few) is few
-    with pytest.raises(ValueError, match="fence must be"):
-        winsorize_scores(s, fence=0.0)
-
-
-def test_the_winsorizing_strategy_fits_its_model_to_the_clipped_scores():
-    problem = Jenatton()
-    options = replace(FAST, winsorize=True)
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=8, options=options)
-    for i in range(8):
-        params = opt.ask()
-        opt.tell(params, 1e3 if i == 3 else problem.objective(params))
-    _, y = opt.training_data()
-    opt.ask()  # the first model-based proposal
-    targets = opt.last_model.train_targets
-    torch.testing.assert_close(targets, winsorize_scores(y).squeeze(-1))
-    # The terrible evaluation sits at the fence, not 1e3 / sd below the rest.
-    assert int(targets.argmin()) == 3 and float(y[3]) < float(targets.min())
-    with pytest.raises(TypeError, match="winsorize must be a bool"):
-        AddTreeOptions(winsorize=1)

@@ -5,9 +5,6 @@ or a failure with its reason. :func:`standardize_scores` maps the successful
 values to zero mean and unit variance before any model sees them, so that the
 loop makes the same proposals for :math:`c f + b` as for :math:`f` (any
 :math:`c > 0`, up to round-off), however small or large the values' spread.
-:func:`winsorize_scores` clips a heavy bad tail (a diverged training run, a
-classifier that predicts one class) so that it does not set the scale of the
-good region.
 
 Example:
     >>> parse_outcome(0.5)
@@ -87,51 +84,3 @@ def standardize_scores(scores: Tensor) -> Tensor:
     out = torch.full_like(scores, math.nan)
     out[ok] = z
     return torch.where(ok, out, z.min())
-
-
-#: Tukey's fence: scores below ``Q1 - TUKEY_FENCE * (Q3 - Q1)`` are outliers.
-TUKEY_FENCE = 1.5
-
-
-def winsorize_scores(scores: Tensor, fence: float = TUKEY_FENCE) -> Tensor:
-    r"""Scores to maximize with the bad tail clipped at Tukey's lower fence,
-    standardized again.
-
-    With :math:`Q_1` and :math:`Q_3` the lower and upper quartiles of the
-    scores (taken at observed scores: the lower and the higher order
-    statistic), every score below :math:`Q_1 - c\,(Q_3 - Q_1)` is raised to
-    it (:math:`c` = ``fence``), and the result is standardized as by
-    :func:`standardize_scores`. Good scores keep their order and their
-    relative differences; a few terrible ones (a CV error of 0.4 among errors
-    of 0.02-0.07) no longer dominate the spread, so a GP fitted to the scores
-    resolves the good region instead of treating it as flat. Scores with
-    nothing below the fence come back unchanged. The map is
-    equivariant under :math:`c f + b` (:math:`c > 0`), so proposals stay
-    scale-free. Ax's default models clip objectives the same way.
-
-    Args:
-        scores: ``n`` or ``n x 1`` finite scores to maximize.
-        fence: The fence's multiple of the interquartile range, ``> 0``.
-
-    Returns:
-        The clipped, standardized scores, shaped like ``scores``.
-
-    Example:
-        >>> y = torch.tensor([1.0, 2.0, 3.0, 4.0, -100.0], dtype=torch.float64)
-        >>> w = winsorize_scores(y)
-        >>> bool(w[4] == w.min()), bool((w[:4].diff() > 0).all())
-        (True, True)
-        >>> round(float((w[1] - w[0]) / (w[3] - w[0])), 6)  # good ones keep ratios
-        0.333333
-    """
-    if not (math.isfinite(fence) and fence > 0):
-        raise ValueError(f"fence must be a finite number > 0, got {fence!r}.")
-    flat = scores.reshape(-1)
-    if flat.numel() < 4:  # no quartiles to speak of
-        return scores
-    q1 = torch.quantile(flat, 0.25, interpolation="lower")
-    q3 = torch.quantile(flat, 0.75, interpolation="higher")
-    lower = q1 - fence * (q3 - q1)
-    if not bool((flat < lower).any()):
-        return scores
-    return standardize_scores(flat.clamp_min(lower)).reshape(scores.shape)

@@ -34,7 +34,6 @@ from torch import Tensor
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
 from treebo.kernels.features import interacting_vertices
 from treebo.kernels.options import AddTreeKernelOptions
-from treebo.loop.outcomes import winsorize_scores
 from treebo.models.add_tree_gp import AddTreeGP
 from treebo.models.fit import (
     loo_log_densities,
@@ -170,8 +169,6 @@ class AddTreeStrategy(Strategy):
     def propose(self, observations: Observations) -> Proposal:
         t0 = time.perf_counter()
         obs = observations
-        if self.options.winsorize:
-            obs = replace(obs, y=winsorize_scores(obs.y))
         space, X, y = obs.space, obs.X, obs.y
         incumbent = obs.incumbent
         failures = count_failures(obs.scores, obs.kinds)

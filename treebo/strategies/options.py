@@ -107,9 +107,6 @@ class AddTreeOptions:
             adds a fit per proposal. ``()`` fits ``kernel`` alone.
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes; small values suit deterministic objectives.
-        winsorize: Clip scores below Tukey's lower fence before the models
-            see them (:func:`~treebo.loop.outcomes.winsorize_scores`), so
-            that a few terrible evaluations do not flatten the good region.
         fit_criterion: ``"mll"`` (marginal likelihood) or ``"loo"``
             (leave-one-out predictive likelihood).
         warm_start: Start each fit from the previous hyper-parameters.
@@ -131,7 +128,6 @@ class AddTreeOptions:
         INTERACTING_KERNEL_OPTIONS,
     )
     noise_floor: float = 1e-6
-    winsorize: bool = False
     fit_criterion: Literal["mll", "loo"] = "mll"
     warm_start: bool = True
     num_restarts: int = 10
@@ -154,8 +150,6 @@ class AddTreeOptions:
             )
         object.__setattr__(self, "alternative_kernels", tuple(alternatives))
         _check_positive(self.noise_floor, "noise_floor")
-        if not isinstance(self.winsorize, bool):
-            raise TypeError(f"winsorize must be a bool, got {self.winsorize!r}.")
         validate_fit_criterion(self.fit_criterion, "fit_criterion")
         _check_count(self.num_restarts, "num_restarts", 1)
         _check_count(self.raw_samples, "raw_samples", 1)
