@@ -287,21 +287,14 @@ def build_options(settings: dict) -> tuple[str, object]:
     kernel = {k: settings.pop(k) for k in list(settings) if k in _KERNEL}
     local = {_LOCAL[k]: settings.pop(k) for k in list(settings) if k in _LOCAL}
     refine = settings.pop("local_refinement", True)
-    select_interactions = settings.pop(
-        "select_interactions", bool(base.alternative_kernels)
-    )
+    if "select_interactions" in settings:
+        # None: the method's kernel with interaction terms, as by default.
+        select = settings.pop("select_interactions")
+        settings["alternative_kernels"] = None if select else ()
     local_options = (
         replace(base.local, **local) if refine and base.local is not None else None
     )
     kernel_options = replace(base.kernel, **kernel)
-    # The alternative follows the method's kernel (none where the kernel
-    # already folds or adds the ancestors' parameters).
-    settings["alternative_kernels"] = ()
-    if select_interactions and not (
-        kernel_options.inherit_ancestors or kernel_options.ancestor_interactions
-    ):
-        interacting = replace(kernel_options, ancestor_interactions=True)
-        settings["alternative_kernels"] = (interacting,)
     options = replace(base, kernel=kernel_options, local=local_options, **settings)
     return model, options
 

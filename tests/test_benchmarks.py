@@ -72,13 +72,14 @@ def test_benchmark_methods_pin_the_old_loops_or_take_the_defaults():
     # The spelled-out default and "treebo" are TreeOptimizer()'s options.
     assert options(DEFAULT_METHOD) == options("treebo") == AddTreeOptions()
     # The alternative kernel follows the method's kernel; "noint" drops it.
-    assert options("treebo_noint").alternative_kernels == ()
-    assert options("treebo_logei").alternative_kernels == ()
-    matern = options("treebo_matern").alternative_kernels
+    assert options("treebo_noint").alternatives() == ()
+    assert options("treebo_logei").alternatives() == ()
+    matern = options("treebo_matern").alternatives()
     assert [(k.base_kernel, k.ancestor_interactions) for k in matern] == [
         ("matern52", True)
     ]
-    assert options("treebo_interact").alternative_kernels == ()
+    assert options("treebo_interact").alternatives() == ()
+    assert options("treebo_inherit").alternatives() == ()
     assert treebo_options("treebo")["model"] == "add_tree"
     assert options("treebo_ucb_default_lnf8_lalt_shc") == AddTreeUCBOptions()
     assert options("treebo_global").local is None

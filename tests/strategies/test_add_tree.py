@@ -101,9 +101,9 @@ def test_options_are_checked_and_name_the_parameter():
         AddTreeUCBOptions(basin_patience=0)
     with pytest.raises(ValueError, match="inherit_ancestors"):
         AddTreeUCBOptions(kernel=AddTreeKernelOptions(inherit_ancestors=True))
-    with pytest.raises(TypeError, match="alternative_kernels must be a tuple"):
+    with pytest.raises(TypeError, match="alternative_kernels must be None or a tuple"):
         AddTreeOptions(alternative_kernels=AddTreeKernelOptions())
-    with pytest.raises(TypeError, match="alternative_kernels must be a tuple"):
+    with pytest.raises(TypeError, match="alternative_kernels must be None or a tuple"):
         AddTreeOptions(alternative_kernels=({"vertex_bias": "all"},))
     interacting = AddTreeKernelOptions(ancestor_interactions=True)
     with pytest.raises(ValueError, match="ancestor_interactions"):
@@ -187,6 +187,24 @@ def test_alternative_kernels_are_used_where_they_predict_clearly_better(objectiv
     assert strategy.alternative_fitters[0].state is not None
     # On these seeded data the interaction terms win exactly where they exist.
     assert better == (objective == "interacting")
+
+
+def test_the_default_alternative_is_the_kernel_with_interaction_terms():
+    assert AddTreeOptions().alternatives() == (INTERACTING,)
+    matern = AddTreeKernelOptions(base_kernel="matern52", vertex_bias="all")
+    (alternative,) = AddTreeOptions(kernel=matern).alternatives()
+    assert alternative == dataclasses.replace(matern, ancestor_interactions=True)
+    # A kernel that already reads its ancestors' parameters has none.
+    for kernel in (INTERACTING, AddTreeKernelOptions(inherit_ancestors=True)):
+        assert AddTreeOptions(kernel=kernel).alternatives() == ()
+    assert AddTreeOptions(alternative_kernels=()).alternatives() == ()
+    assert AddTreeUCBOptions().alternatives() == ()
+    # The strategy fits one model per alternative, warm-started on its own.
+    assert len(AddTreeStrategy().alternative_fitters) == 1
+    assert (
+        AddTreeStrategy(AddTreeOptions(alternative_kernels=())).alternative_fitters
+        == []
+    )
 
 
 def test_an_alternative_that_changes_nothing_is_not_fitted():

@@ -7,7 +7,7 @@ so the list of options and their checks live here only.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 BASE_KERNELS = ("rbf", "matern52")
@@ -113,8 +113,3 @@ LOOP_KERNEL_OPTIONS = AddTreeKernelOptions(
     share_outputscales="depth",
     shared_component=True,
 )
-
-#: :data:`LOOP_KERNEL_OPTIONS` with the interaction terms of paper 000, App. E:
-#: the loop's alternative kernel (``AddTreeOptions.alternative_kernels``),
-#: used at a proposal only where leave-one-out shows the interactions.
-INTERACTING_KERNEL_OPTIONS = replace(LOOP_KERNEL_OPTIONS, ancestor_interactions=True)

@@ -87,7 +87,7 @@ class AddTreeStrategy(Strategy):
         self.fitter = WarmStartFit(opts.warm_start, opts.fit_criterion)
         self.alternative_fitters = [
             WarmStartFit(opts.warm_start, opts.fit_criterion)
-            for _ in opts.alternative_kernels
+            for _ in opts.alternatives()
         ]
         self.kernel_options = opts.kernel  # of the model in use
         self.local = (
@@ -130,7 +130,7 @@ class AddTreeStrategy(Strategy):
         alternatives = [
             (kernel, fitter)
             for kernel, fitter in zip(
-                self.options.alternative_kernels, self.alternative_fitters, strict=True
+                self.options.alternatives(), self.alternative_fitters, strict=True
             )
             if distinct_kernel(kernel, main, space)
         ]

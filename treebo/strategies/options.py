@@ -9,14 +9,10 @@ differ in a default say so in their own types (:class:`AddTreeOptions` and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from treebo.kernels.options import (
-    INTERACTING_KERNEL_OPTIONS,
-    LOOP_KERNEL_OPTIONS,
-    AddTreeKernelOptions,
-)
+from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.models.fit import validate_fit_criterion
 from treebo.optim.local_refinement import validate_local_acquisition
 from treebo.optim.tree_optimize import PATH_SELECTIONS
@@ -97,14 +93,16 @@ class AddTreeOptions:
             fit); the proposal uses an alternative's model where it predicts
             the data clearly better in leave-one-out (its mean gain in
             :func:`~treebo.models.loo_log_densities` over the best so far
-            exceeds one standard error), else ``kernel``'s. The default,
-            :data:`~treebo.kernels.INTERACTING_KERNEL_OPTIONS`, adds the
-            interaction terms of the paper's App. E only where the data show
-            them (the best learning rate depends on the optimizer chosen
-            below it, say). An alternative that gives the space the same
-            model as ``kernel`` (interaction terms on a space with no
-            vertex of parameters below another) is skipped; each other one
-            adds a fit per proposal. ``()`` fits ``kernel`` alone.
+            exceeds one standard error), else ``kernel``'s. ``None`` (the
+            default): ``kernel`` with the interaction terms of the paper's
+            App. E (``ancestor_interactions=True``), so that they are used
+            only where the data show them (the best learning rate depends on
+            the optimizer chosen below it, say); none where ``kernel``
+            already has them or folds its ancestors' parameters in. ``()``:
+            ``kernel`` alone. An alternative that gives the space the same
+            model as ``kernel`` (interaction terms on a space with no vertex
+            of parameters below another) is skipped; each other one adds a
+            fit per proposal. :meth:`alternatives` resolves the setting.
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes; small values suit deterministic objectives.
         fit_criterion: ``"mll"`` (marginal likelihood) or ``"loo"``
@@ -124,9 +122,7 @@ class AddTreeOptions:
     """
 
     kernel: AddTreeKernelOptions = LOOP_KERNEL_OPTIONS
-    alternative_kernels: tuple[AddTreeKernelOptions, ...] = (
-        INTERACTING_KERNEL_OPTIONS,
-    )
+    alternative_kernels: tuple[AddTreeKernelOptions, ...] | None = None
     noise_floor: float = 1e-6
     fit_criterion: Literal["mll", "loo"] = "mll"
     warm_start: bool = True
@@ -141,14 +137,15 @@ class AddTreeOptions:
                 f"{type(self.kernel).__name__}."
             )
         alternatives = self.alternative_kernels
-        if not isinstance(alternatives, (tuple, list)) or not all(
-            isinstance(k, AddTreeKernelOptions) for k in alternatives
-        ):
-            raise TypeError(
-                "alternative_kernels must be a tuple of AddTreeKernelOptions, got "
-                f"{alternatives!r}."
-            )
-        object.__setattr__(self, "alternative_kernels", tuple(alternatives))
+        if alternatives is not None:
+            if not isinstance(alternatives, (tuple, list)) or not all(
+                isinstance(k, AddTreeKernelOptions) for k in alternatives
+            ):
+                raise TypeError(
+                    "alternative_kernels must be None or a tuple of "
+                    f"AddTreeKernelOptions, got {alternatives!r}."
+                )
+            object.__setattr__(self, "alternative_kernels", tuple(alternatives))
         _check_positive(self.noise_floor, "noise_floor")
         validate_fit_criterion(self.fit_criterion, "fit_criterion")
         _check_count(self.num_restarts, "num_restarts", 1)
@@ -158,6 +155,22 @@ class AddTreeOptions:
                 "local must be LocalStepOptions or None, got "
                 f"{type(self.local).__name__}."
             )
+
+    def alternatives(self) -> tuple[AddTreeKernelOptions, ...]:
+        """The alternative kernels that ``alternative_kernels`` stands for.
+
+        Example:
+            >>> AddTreeOptions().alternatives()[0].ancestor_interactions
+            True
+            >>> AddTreeOptions(alternative_kernels=()).alternatives()
+            ()
+        """
+        if self.alternative_kernels is not None:
+            return self.alternative_kernels
+        kernel = self.kernel
+        if kernel.inherit_ancestors or kernel.ancestor_interactions:
+            return ()
+        return (replace(kernel, ancestor_interactions=True),)
 
 
 @dataclass(frozen=True)
@@ -200,7 +213,7 @@ class AddTreeUCBOptions(AddTreeOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for kernel in (self.kernel, *self.alternative_kernels):
+        for kernel in (self.kernel, *self.alternatives()):
             for name in ("inherit_ancestors", "ancestor_interactions"):
                 if getattr(kernel, name):
                     raise ValueError(
