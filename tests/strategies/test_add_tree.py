@@ -106,8 +106,10 @@ def test_options_are_checked_and_name_the_parameter():
     with pytest.raises(TypeError, match="alternative_kernels must be None or a tuple"):
         AddTreeOptions(alternative_kernels=({"vertex_bias": "all"},))
     interacting = AddTreeKernelOptions(ancestor_interactions=True)
-    with pytest.raises(ValueError, match="ancestor_interactions"):
+    with pytest.raises(ValueError, match="alternative_kernels: ancestor_inter"):
         AddTreeUCBOptions(alternative_kernels=(interacting,))
+    with pytest.raises(ValueError, match="alternative_kernels: ancestor_inter"):
+        AddTreeUCBOptions(alternative_kernels=None)  # the kernel + interactions
     with pytest.raises(ValueError, match="inherit_ancestors must be a bool"):
         AddTreeKernelOptions(inherit_ancestors="yes")
     with pytest.raises(ValueError, match="acquisitions must be one of"):

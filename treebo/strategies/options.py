@@ -213,11 +213,13 @@ class AddTreeUCBOptions(AddTreeOptions):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for kernel in (self.kernel, *self.alternatives()):
+        labelled = [("kernel", self.kernel)]
+        labelled += [("alternative_kernels", k) for k in self.alternatives()]
+        for label, kernel in labelled:
             for name in ("inherit_ancestors", "ancestor_interactions"):
                 if getattr(kernel, name):
                     raise ValueError(
-                        f"kernel.{name} is not available with the per-vertex UCB "
+                        f"{label}: {name} is not available with the per-vertex UCB "
                         "(add_tree_ucb): each vertex is maximized on its own "
                         "parameters; use the add_tree strategy."
                     )
