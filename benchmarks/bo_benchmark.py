@@ -238,6 +238,9 @@ TREEBO_MODIFIERS = {
     # leave-one-out (the default of "treebo"); "noint": the kernel alone.
     "selint": {"select_interactions": True},
     "noint": {"select_interactions": False},
+    # Also the method's kernel with a lengthscale vector per vertex (not per
+    # depth) among the leave-one-out alternatives.
+    "sells": {"select_unshared_lengthscales": True},
     # Scores clipped at Tukey's lower fence (benchmarks/winsorized.py).
     "wins": {"model": "add_tree_winsorized"},
     "lp2": {"local_patience": 2},
@@ -291,11 +294,18 @@ def build_options(settings: dict) -> tuple[str, object]:
         # None: the method's kernel with interaction terms, as by default.
         select = settings.pop("select_interactions")
         settings["alternative_kernels"] = None if select else ()
+    # Experiment: also offer the kernel with a lengthscale vector per vertex.
+    select_unshared = settings.pop("select_unshared_lengthscales", False)
     local_options = (
         replace(base.local, **local) if refine and base.local is not None else None
     )
     kernel_options = replace(base.kernel, **kernel)
     options = replace(base, kernel=kernel_options, local=local_options, **settings)
+    if select_unshared:
+        unshared = replace(kernel_options, share_lengthscales="none")
+        options = replace(
+            options, alternative_kernels=(*options.alternatives(), unshared)
+        )
     return model, options
 
 

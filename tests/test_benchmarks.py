@@ -80,6 +80,13 @@ def test_benchmark_methods_pin_the_old_loops_or_take_the_defaults():
     ]
     assert options("treebo_interact").alternatives() == ()
     assert options("treebo_inherit").alternatives() == ()
+    # "sells" offers the kernel with a lengthscale vector per vertex as well.
+    sells = options("treebo_sells").alternatives()
+    assert [(k.ancestor_interactions, k.share_lengthscales) for k in sells] == [
+        (True, "depth"),
+        (False, "none"),
+    ]
+    assert options("treebo_noint_sells").alternatives() == sells[1:]
     assert treebo_options("treebo")["model"] == "add_tree"
     assert options("treebo_ucb_default_lnf8_lalt_shc") == AddTreeUCBOptions()
     assert options("treebo_global").local is None
