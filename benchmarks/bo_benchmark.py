@@ -230,6 +230,7 @@ TREEBO_MODIFIERS = {
     "lsnone": {"share_lengthscales": "none"},
     "lsall": {"share_lengthscales": "all"},
     "osall": {"share_outputscales": "all"},
+    "osnone": {"share_outputscales": "none"},
     "offsets": {"vertex_bias": "all"},
     "shc": {"shared_component": True},
     "inherit": {"inherit_ancestors": True},
