@@ -110,6 +110,38 @@ def paired_counts(
     return lower, equal, higher
 
 
+def load_runs(
+    files: list[str],
+    seeds: set[int] | None = None,
+    suffixes: dict[str, str] | None = None,
+) -> dict[tuple[str, str], list[dict]]:
+    """Records by ``(problem, method)``; a seed found twice keeps its longest run.
+
+    Args:
+        files: JSON-lines files of ``bo_benchmark.py``.
+        seeds: Only these seeds (default: all).
+        suffixes: ``{file: suffix}`` appended to the ``treebo*`` methods read
+            from that file.
+    """
+    suffixes = suffixes or {}
+    runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for path in files:
+        with open(path) as fh:
+            for line in fh:
+                r = json.loads(line)
+                if seeds is not None and r["seed"] not in seeds:
+                    continue
+                if r["method"].startswith("treebo") and path in suffixes:
+                    r["method"] += suffixes[path]
+                key = (r["problem"], r["method"])
+                same = [i for i, o in enumerate(runs[key]) if o["seed"] == r["seed"]]
+                if not same:
+                    runs[key].append(r)
+                elif len(r["values"]) > len(runs[key][same[0]]["values"]):
+                    runs[key][same[0]] = r
+    return runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+")
@@ -147,21 +179,7 @@ def main() -> None:
     )
     keep = None if args.seeds is None else parse_seeds(args.seeds)
     suffixes = dict(item.split("=", 1) for item in args.suffix)
-    runs: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    for path in args.files:
-        with open(path) as fh:
-            for line in fh:
-                r = json.loads(line)
-                if keep is not None and r["seed"] not in keep:
-                    continue
-                if r["method"].startswith("treebo") and path in suffixes:
-                    r["method"] += suffixes[path]
-                key = (r["problem"], r["method"])
-                same = [i for i, o in enumerate(runs[key]) if o["seed"] == r["seed"]]
-                if not same:
-                    runs[key].append(r)
-                elif len(r["values"]) > len(runs[key][same[0]]["values"]):
-                    runs[key][same[0]] = r
+    runs = load_runs(args.files, keep, suffixes)
     problems = sorted({p for p, _ in runs})
     for problem in problems:
         methods = sorted(m for p, m in runs if p == problem)
