@@ -10,6 +10,7 @@ import torch
 
 from benchmarks.bo_benchmark import DEFAULT_METHOD, treebo_options
 from benchmarks.local_steps import parse_variant
+from benchmarks.median_ranking import lowest_median_probability
 from benchmarks.parallel_workers import slow_objective, table
 from benchmarks.sibling_transfer import FlippedGeneralizedJenatton, UnrelatedLeaves
 from benchmarks.summarize import paired_counts, parse_seeds, sign_test
@@ -43,6 +44,25 @@ def test_paired_counts_compare_common_seeds_at_the_checkpoint():
     assert paired_counts(base, close, 2) == (0, 2, 0)
     assert paired_counts(base, close, 1) == (1, 1, 0)
     assert paired_counts(base, close, 1, tie=0.0) == (2, 0, 0)
+
+
+def test_lowest_median_probability_is_one_for_a_dominating_method_and_shares_ties():
+    rng = np.random.default_rng(0)
+    values = {
+        "low": np.array([0.1, 0.2, 0.15]),
+        "high": np.array([0.3, 0.4, 0.35]),
+        "same": np.array([0.3, 0.4, 0.35]),
+    }
+    prob = lowest_median_probability(values, 500, rng)
+    assert prob["low"] == 1.0 and prob["high"] == 0.0 and prob["same"] == 0.0
+    # Two identical constant methods are both lowest in every resample.
+    tied = {"a": np.full(4, 0.2), "b": np.full(4, 0.2), "c": np.full(4, 0.5)}
+    prob = lowest_median_probability(tied, 100, rng)
+    assert prob == {"a": 1.0, "b": 1.0, "c": 0.0}
+    # Overlapping seeds: the probabilities are strictly between 0 and 1.
+    mixed = {"a": np.array([0.1, 0.3, 0.5]), "b": np.array([0.2, 0.3, 0.4])}
+    prob = lowest_median_probability(mixed, 2000, rng)
+    assert 0.0 < prob["a"] < 1.0 and 0.0 < prob["b"] < 1.0
 
 
 def test_parse_seeds():
