@@ -242,8 +242,6 @@ TREEBO_MODIFIERS = {
     # Also the method's kernel with a lengthscale vector per vertex (not per
     # depth) among the leave-one-out alternatives.
     "sells": {"select_unshared_lengthscales": True},
-    "chmain": {"choice_interactions": True},
-    "chalt": {"select_choice_interactions": True},
     # Scores clipped at Tukey's lower fence (benchmarks/winsorized.py).
     "wins": {"model": "add_tree_winsorized"},
     "lp2": {"local_patience": 2},
@@ -299,8 +297,6 @@ def build_options(settings: dict) -> tuple[str, object]:
         settings["alternative_kernels"] = None if select else ()
     # Experiment: also offer the kernel with a lengthscale vector per vertex.
     select_unshared = settings.pop("select_unshared_lengthscales", False)
-    # Experiment: choice-pair offsets in the alternative kernels only.
-    select_choice = settings.pop("select_choice_interactions", False)
     local_options = (
         replace(base.local, **local) if refine and base.local is not None else None
     )
@@ -310,13 +306,6 @@ def build_options(settings: dict) -> tuple[str, object]:
         unshared = replace(kernel_options, share_lengthscales="none")
         options = replace(
             options, alternative_kernels=(*options.alternatives(), unshared)
-        )
-    if select_choice:
-        options = replace(
-            options,
-            alternative_kernels=tuple(
-                replace(k, choice_interactions=True) for k in options.alternatives()
-            ),
         )
     return model, options
 

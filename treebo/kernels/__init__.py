@@ -1,7 +1,6 @@
 """GPyTorch kernels for tree-structured spaces."""
 
 from treebo.kernels.add_tree import AddTreeKernel
-from treebo.kernels.choice_interactions import ChoiceInteractionKernel
 from treebo.kernels.correlation import stationary_correlation
 from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.kernels.tree_additive import TreeAdditiveKernel
@@ -11,7 +10,6 @@ __all__ = [
     "LOOP_KERNEL_OPTIONS",
     "AddTreeKernel",
     "AddTreeKernelOptions",
-    "ChoiceInteractionKernel",
     "TreeAdditiveKernel",
     "TreedLeafKernel",
     "leaf_base_kernel",

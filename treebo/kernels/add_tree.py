@@ -48,7 +48,6 @@ from gpytorch.kernels import Kernel
 from gpytorch.priors import Prior
 from torch import Tensor
 
-from treebo.kernels.choice_interactions import ChoiceInteractionKernel, choice_pairs
 from treebo.kernels.correlation import SlotGram, stationary_correlation
 from treebo.kernels.features import (
     feature_tables,
@@ -149,11 +148,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             ``AddTreeOptions.alternative_kernels`` uses them only where
             leave-one-out shows that they predict better. Cannot be combined
             with ``inherit_ancestors``.
-        choice_interactions: Add
-            :class:`~treebo.kernels.ChoiceInteractionKernel`'s offset per
-            combination of the options of two choices of one vertex (a
-            preprocessing option that suits one model family and not
-            another). Nothing is added where no vertex has two choices.
         vertices: ``V`` booleans: the vertices whose terms the kernel sums
             (default: every vertex; a vertex without parameters or offset
             contributes nothing either way).
@@ -162,8 +156,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         interaction: The kernel of the interaction terms (an
             ``AddTreeKernel`` with ``inherit_ancestors`` over the interacting
             vertices), or ``None``.
-        choice_interaction: The
-            :class:`~treebo.kernels.ChoiceInteractionKernel`, or ``None``.
 
     Shapes:
         ``forward(x1: *b x n x d, x2: *b x m x d) -> *b x n x m``, or
@@ -190,7 +182,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         categorical_values: Mapping[int, Sequence[float]] | None = None,
         inherit_ancestors: bool = False,
         ancestor_interactions: bool = False,
-        choice_interactions: bool = False,
         vertices: Tensor | None = None,
     ) -> None:
         batch_shape = torch.Size() if batch_shape is None else batch_shape
@@ -306,15 +297,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             if ancestor_interactions
             else None
         )
-        if not isinstance(choice_interactions, bool):
-            raise ValueError(
-                f"choice_interactions must be a bool, got {choice_interactions!r}."
-            )
-        self.choice_interaction = (
-            ChoiceInteractionKernel(tree, path_len, batch_shape)
-            if choice_interactions and choice_pairs(tree).shape[0] > 0
-            else None
-        )
 
     def _interaction_kernel(
         self,
@@ -346,13 +328,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         )
         kernel.outputscale = scale
         return kernel
-
-    def _check_decomposable(self) -> None:
-        if self.choice_interaction is not None:
-            raise NotImplementedError(
-                "The per-vertex decomposition does not cover choice_interactions "
-                "(their offsets belong to pairs of choices, not to one vertex)."
-            )
 
     # ----------------------------------------------------------- features
     def _vertex_features(self, x: Tensor) -> Tensor:
@@ -421,8 +396,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         gram = self._vertex_terms(x1, x2, diag)
         if self.interaction is not None:
             gram = gram + self.interaction.forward(x1, x2, diag=diag)
-        if self.choice_interaction is not None:
-            gram = gram + self.choice_interaction.forward(x1, x2, diag=diag)
         return gram
 
     def _vertex_terms(self, x1: Tensor, x2: Tensor, diag: bool) -> Tensor:
@@ -486,12 +459,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
 
         Returns:
             ``*b x r x V x n`` tensor.
-
-        Raises:
-            NotImplementedError: With ``choice_interactions``, whose offsets
-                belong to no single vertex.
         """
-        self._check_decomposable()
         zf = self._vertex_features(z)  # *b x r x V x D
         xf = self._vertex_features(x)  # *b x n x V x D
         diff = zf.unsqueeze(-2) - xf.transpose(-2, -3).unsqueeze(-4)  # r V n D
@@ -516,7 +484,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
 
     def vertex_prior_variance(self) -> Tensor:
         """``batch_shape x V`` prior variance of each vertex's component."""
-        self._check_decomposable()
         variance = self.effective_outputscale() + self.effective_offset()
         if self.shared_component:
             variance = variance + self._vertex_shared_scale()

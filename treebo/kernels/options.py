@@ -61,10 +61,6 @@ class AddTreeKernelOptions:
             interaction term on its and its ancestors' parameters, with a
             small output-scale prior (paper 000, App. E); best used as one of
             ``AddTreeOptions.alternative_kernels``.
-        choice_interactions: Add a learned offset per combination of the
-            options of two choices of one vertex
-            (:class:`~treebo.kernels.ChoiceInteractionKernel`), so that a
-            preprocessing option may suit one model family and not another.
 
     Example:
         >>> opts = AddTreeKernelOptions(share_lengthscales="depth")
@@ -79,7 +75,6 @@ class AddTreeKernelOptions:
     shared_component: bool = False
     inherit_ancestors: bool = False
     ancestor_interactions: bool = False
-    choice_interactions: bool = False
 
     def __post_init__(self) -> None:
         if self.base_kernel not in BASE_KERNELS:
@@ -89,13 +84,7 @@ class AddTreeKernelOptions:
         object.__setattr__(self, "vertex_bias", validate_vertex_bias(self.vertex_bias))
         validate_sharing(self.share_lengthscales, "share_lengthscales")
         validate_sharing(self.share_outputscales, "share_outputscales")
-        flags = (
-            "shared_component",
-            "inherit_ancestors",
-            "ancestor_interactions",
-            "choice_interactions",
-        )
-        for name in flags:
+        for name in ("shared_component", "inherit_ancestors", "ancestor_interactions"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}.")
         if self.inherit_ancestors and self.ancestor_interactions:

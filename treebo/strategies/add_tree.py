@@ -32,7 +32,6 @@ from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
 from treebo.acquisition.add_tree_ucb import AddTreeUCB
-from treebo.kernels.choice_interactions import choice_pairs
 from treebo.kernels.features import interacting_vertices
 from treebo.kernels.options import AddTreeKernelOptions
 from treebo.models.add_tree_gp import AddTreeGP
@@ -332,11 +331,9 @@ def distinct_kernel(
 ) -> bool:
     """Whether ``kernel`` gives ``space`` a different model than ``main``
     (interaction terms change nothing where no vertex with parameters lies
-    below another, choice interactions where no vertex has two choices)."""
+    below another)."""
     if kernel.ancestor_interactions and not bool(
         interacting_vertices(space.tree).any()
     ):
         kernel = replace(kernel, ancestor_interactions=False)
-    if kernel.choice_interactions and choice_pairs(space.tree).shape[0] == 0:
-        kernel = replace(kernel, choice_interactions=False)
     return kernel != main

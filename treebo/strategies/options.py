@@ -215,9 +215,8 @@ class AddTreeUCBOptions(AddTreeOptions):
         super().__post_init__()
         labelled = [("kernel", self.kernel)]
         labelled += [("alternative_kernels", k) for k in self.alternatives()]
-        refused = ("inherit_ancestors", "ancestor_interactions", "choice_interactions")
         for label, kernel in labelled:
-            for name in refused:
+            for name in ("inherit_ancestors", "ancestor_interactions"):
                 if getattr(kernel, name):
                     raise ValueError(
                         f"{label}: {name} is not available with the per-vertex UCB "
