@@ -81,11 +81,18 @@ def main() -> None:
     for problem in problems:
         for c in checkpoints:
             values = {m: checkpoint_values(runs, problem, m, c) for m in methods}
+            values = {m: v for m, v in values.items() if v.size}  # runs reached c
+            if not values:
+                continue
             medians = {m: float(np.median(v)) for m, v in values.items()}
             best = min(medians.values())
             prob = lowest_median_probability(values, args.draws, rng)
             cells = []
             for m in methods:
+                if m not in values:
+                    meets[m] = False
+                    cells.append("-")
+                    continue
                 lowest = medians[m] <= best + TIE
                 meets[m] &= lowest
                 mark = "**" if lowest else ""

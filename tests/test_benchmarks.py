@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -13,7 +14,7 @@ from benchmarks.local_steps import parse_variant
 from benchmarks.median_ranking import lowest_median_probability
 from benchmarks.parallel_workers import slow_objective, table
 from benchmarks.sibling_transfer import FlippedGeneralizedJenatton, UnrelatedLeaves
-from benchmarks.summarize import paired_counts, parse_seeds, sign_test
+from benchmarks.summarize import load_runs, paired_counts, parse_seeds, sign_test
 from benchmarks.winsorized import winsorize_scores
 from treebo import TreeOptimizer
 from treebo.strategies import AddTreeOptions, AddTreeUCBOptions
@@ -63,6 +64,23 @@ def test_lowest_median_probability_is_one_for_a_dominating_method_and_shares_tie
     mixed = {"a": np.array([0.1, 0.3, 0.5]), "b": np.array([0.2, 0.3, 0.4])}
     prob = lowest_median_probability(mixed, 2000, rng)
     assert 0.0 < prob["a"] < 1.0 and 0.0 < prob["b"] < 1.0
+
+
+def test_load_runs_keeps_the_longest_run_of_a_seed_and_suffixes_treebo(tmp_path):
+    def record(method, seed, n):
+        return json.dumps(
+            {"problem": "p", "method": method, "seed": seed, "values": [0.0] * n}
+        )
+
+    short, long = tmp_path / "short.jsonl", tmp_path / "long.jsonl"
+    short.write_text(record("treebo", 0, 10) + "\n" + record("random", 1, 10) + "\n")
+    long.write_text(record("treebo", 0, 20) + "\n" + record("treebo", 3, 5) + "\n")
+    runs = load_runs([str(short), str(long)], seeds={0, 1})
+    assert [len(r["values"]) for r in runs[("p", "treebo")]] == [20]
+    assert [r["seed"] for r in runs[("p", "random")]] == [1]
+    runs = load_runs([str(short), str(long)], suffixes={str(long): "_v2"})
+    assert sorted(r["seed"] for r in runs[("p", "treebo_v2")]) == [0, 3]
+    assert [len(r["values"]) for r in runs[("p", "treebo")]] == [10]
 
 
 def test_parse_seeds():
