@@ -21,21 +21,13 @@ import argparse
 import numpy as np
 
 try:
-    from .summarize import load_runs, log10_regret_curve, parse_seeds
+    from .summarize import checkpoint_values, load_runs, parse_seeds
 except ImportError:  # run as a script
-    from summarize import load_runs, log10_regret_curve, parse_seeds
+    from summarize import checkpoint_values, load_runs, parse_seeds
 
 #: Medians closer than this are equal (the mean of two middle values differs
 #: from an equal single value by round-off).
 TIE = 1e-12
-
-
-def checkpoint_values(
-    runs: dict[tuple[str, str], list[dict]], problem: str, method: str, c: int
-) -> np.ndarray:
-    """Best value (or log10 regret) of each seed's run after ``c`` evaluations."""
-    curves = [log10_regret_curve(r) for r in runs[(problem, method)]]
-    return np.array([cv[c - 1] for cv in curves if len(cv) >= c])
 
 
 def lowest_median_probability(
@@ -80,7 +72,7 @@ def main() -> None:
     print("|---|---|" + "---|" * len(methods))
     for problem in problems:
         for c in checkpoints:
-            values = {m: checkpoint_values(runs, problem, m, c) for m in methods}
+            values = {m: checkpoint_values(runs[(problem, m)], c) for m in methods}
             values = {m: v for m, v in values.items() if v.size}  # runs reached c
             if not values:
                 continue

@@ -110,6 +110,13 @@ def paired_counts(
     return lower, equal, higher
 
 
+def checkpoint_values(records: list[dict], c: int) -> np.ndarray:
+    """Log10 regret (or best value) after ``c`` evaluations of each run that
+    reached ``c``."""
+    curves = [log10_regret_curve(r) for r in records]
+    return np.array([cv[c - 1] for cv in curves if len(cv) >= c])
+
+
 def load_runs(
     files: list[str],
     seeds: set[int] | None = None,
@@ -198,10 +205,9 @@ def main() -> None:
         print("|---|---|" + "---|" * len(cps) + "---|")
         for m in methods:
             rs = runs[(problem, m)]
-            curves = [log10_regret_curve(r) for r in rs]
             cells = []
             for c in cps:
-                col = np.array([cv[c - 1] for cv in curves if len(cv) >= c])
+                col = checkpoint_values(rs, c)
                 if col.size == 0:
                     cells.append("-")
                     continue
