@@ -82,7 +82,7 @@ from botorch.optim import optimize_acqf_mixed, optimize_acqf_mixed_alternating
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from treebo import Categorical, Integer, TreeOptimizer, TreeSpace
-from treebo.kernels.options import AddTreeKernelOptions
+from treebo.add_tree.kernel_options import AddTreeKernelOptions
 from treebo.loop.design import default_initial_size
 from treebo.loop.design import initial_design as treebo_initial_design
 from treebo.strategies import AddTreeOptions, AddTreeUCBOptions, TreedOptions

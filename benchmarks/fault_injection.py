@@ -57,7 +57,7 @@ def child(folder: Path, seed: int, budget: int) -> None:
         budget=budget,
         seed=seed,
         n_initial=N_INITIAL,
-        options=AddTreeOptions(num_restarts=4, raw_samples=64),
+        model=AddTreeOptions(num_restarts=4, raw_samples=64),
         checkpoint=folder / "run.jsonl",
     )
 

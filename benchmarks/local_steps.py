@@ -28,7 +28,7 @@ import warnings
 import torch
 
 from treebo import TreeOptimizer
-from treebo.optim.local_refinement import local_refinement_candidate
+from treebo.add_tree.local_refinement import local_refinement_candidate
 
 if __package__:
     from .bo_benchmark import PROBLEMS, treebo_options

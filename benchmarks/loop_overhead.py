@@ -24,7 +24,7 @@ import torch
 
 from treebo import TreeOptimizer
 from treebo.models import AddTreeGP
-from treebo.structure import TreeStructure
+from treebo.space.structure import TreeStructure
 from treebo.test_functions import GeneralizedJenatton
 
 

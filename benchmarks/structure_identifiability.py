@@ -32,8 +32,8 @@ from pathlib import Path
 
 import torch
 
+from treebo.gp.fit import noise_floor_likelihood
 from treebo.models import TreeAdditiveGP, learn_tree_structure
-from treebo.models.fit import noise_floor_likelihood
 from treebo.strategies.fitting import WarmStartFit
 
 try:  # run as a module or as a script

@@ -19,7 +19,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from treebo.models.partition import padded_rows
+from treebo.treed.partition import padded_rows
 
 
 def profile_loglik(kernel, nugget: float, X, y, masks, floor: float = 0.0):

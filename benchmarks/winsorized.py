@@ -24,8 +24,8 @@ from dataclasses import replace
 import torch
 from torch import Tensor
 
+from treebo.add_tree.strategy import AddTreeStrategy
 from treebo.loop.outcomes import standardize_scores
-from treebo.strategies.add_tree import AddTreeStrategy
 from treebo.strategies.base import Observations, Proposal, register_strategy
 
 #: Tukey's fence: scores below ``Q1 - TUKEY_FENCE * (Q3 - Q1)`` are outliers.

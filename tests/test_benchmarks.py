@@ -135,7 +135,7 @@ def test_benchmark_methods_pin_the_old_loops_or_take_the_defaults():
         treebo_options("treebo_logei_greedy")
     # Every option that the methods build is a valid TreeOptimizer argument.
     space = Jenatton("paper").space
-    opt = TreeOptimizer(space, model="add_tree_ucb", options=options("treebo_ucb"))
+    opt = TreeOptimizer(space, model=options("treebo_ucb"))
     assert opt.strategy.options.path_selection == "sum"
 
 
@@ -361,7 +361,7 @@ def test_the_winsorized_strategy_fits_its_model_to_the_clipped_scores():
     problem = Jenatton()
     options = AddTreeOptions(num_restarts=4, raw_samples=64, alternative_kernels=())
     opt = TreeOptimizer(
-        problem.space, seed=0, n_initial=8, model="add_tree_winsorized", options=options
+        problem.space, seed=0, n_initial=8, model="add_tree_winsorized", model=options
     )
     for i in range(8):
         params = opt.ask()

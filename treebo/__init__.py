@@ -16,7 +16,7 @@ from treebo.space import (
     TreeSpace,
     Vertex,
 )
-from treebo.structure import TreeStructure
+from treebo.space.structure import TreeStructure
 
 __version__ = "0.1.0"
 

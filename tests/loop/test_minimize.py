@@ -8,7 +8,6 @@ import threading
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 
 import pytest
-import torch
 
 from treebo import TreeOptimizer, minimize
 from treebo.test_functions import Jenatton, jenatton_space
@@ -167,7 +166,6 @@ def test_an_objective_a_process_pool_cannot_pickle_is_refused():
         ({"budget": True}, "budget must be a positive integer, got True"),
         ({"callback": 3}, "callback must be callable"),
         ({"maximize": "yes"}, "maximize must be a bool"),
-        ({"dtype": torch.int64}, "dtype must be a floating point"),
     ],
 )
 def test_bad_minimize_arguments(kwargs, error):

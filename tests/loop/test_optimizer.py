@@ -28,7 +28,7 @@ def run(opt: TreeOptimizer, objective, n: int) -> None:
 
 def test_ask_tell_with_dicts_and_kinds():
     problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=3, options=FAST)
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=3, model=FAST)
     run(opt, problem.objective, 4)
     assert [t.kind for t in opt.history] == ["initial"] * 3 + ["bo"]
     assert opt.best_trial.value == min(t.value for t in opt.history)
@@ -40,9 +40,9 @@ def test_ask_tell_with_dicts_and_kinds():
 
 def test_same_seed_same_run_and_maximize_mirrors_minimize():
     problem = Jenatton()
-    a = TreeOptimizer(problem.space, seed=5, n_initial=5, options=FAST)
-    b = TreeOptimizer(problem.space, seed=5, n_initial=5, options=FAST)
-    neg = TreeOptimizer(problem.space, seed=5, n_initial=5, options=FAST, maximize=True)
+    a = TreeOptimizer(problem.space, seed=5, n_initial=5, model=FAST)
+    b = TreeOptimizer(problem.space, seed=5, n_initial=5, model=FAST)
+    neg = TreeOptimizer(problem.space, seed=5, n_initial=5, model=FAST, maximize=True)
     run(a, problem.objective, 7)
     run(b, problem.objective, 7)
     run(neg, lambda p: -problem.objective(p), 7)
@@ -92,7 +92,7 @@ def test_only_failures_keep_the_loop_sampling_at_random():
 
 def test_tell_with_round_off_answers_the_pending_configuration():
     problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, options=FAST)
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, model=FAST)
     run(opt, problem.objective, 5)
     asked = opt.ask()
     assert opt.history.kinds[-1] == "initial" and len(opt.pending) == 1
@@ -147,7 +147,7 @@ def test_a_tree_of_31_vertices():
     problem = GeneralizedJenatton(depth=5, balanced=True)
     space = problem.space
     assert space.tree.num_vertices == 31 and space.num_paths == 16
-    opt = TreeOptimizer(space, seed=0, n_initial=6, options=FAST)
+    opt = TreeOptimizer(space, seed=0, n_initial=6, model=FAST)
     run(opt, problem.objective, 9)
     assert [t.kind for t in opt.history[6:]] == ["bo"] * 3
     for trial in opt.history:
@@ -164,18 +164,21 @@ def test_bad_optimizer_arguments(tmp_path):
         TreeOptimizer({"x": 1})
     with pytest.raises(ValueError, match="model must be one of"):
         TreeOptimizer(space, model="gp")
-    with pytest.raises(TypeError, match="model must be a name or a Strategy"):
+    with pytest.raises(TypeError, match="model must be a strategy name"):
         TreeOptimizer(space, model=3)
+    with pytest.raises(TypeError, match="got LocalStepOptions"):
+        TreeOptimizer(space, model=LocalStepOptions())  # no strategy's options
     with pytest.raises(TypeError, match="options of the 'add_tree' model"):
-        TreeOptimizer(space, options=LocalStepOptions())
-    with pytest.raises(ValueError, match="options go with a model name"):
-        TreeOptimizer(space, model=AddTreeStrategy(), options=AddTreeOptions())
+        AddTreeStrategy(AddTreeUCBOptions())  # another model's
+    with pytest.raises(TypeError, match="dtype must be a floating point"):
+        AddTreeStrategy(dtype=torch.int64)
     with pytest.raises(ValueError, match="n_initial"):
         TreeOptimizer(space, n_initial=0)
     with pytest.raises(ValueError, match="seed"):
         TreeOptimizer(space, seed=1.5)
-    with pytest.raises(TypeError, match="must be AddTreeOptions, got AddTreeUCBOpt"):
-        TreeOptimizer(space, options=AddTreeUCBOptions())  # another model's
+    assert TreeOptimizer(space, model=AddTreeUCBOptions()).strategy.name == (
+        "add_tree_ucb"
+    )
     with pytest.raises(ValueError, match="checkpoint must be a file path"):
         TreeOptimizer(space, checkpoint=tmp_path)
     opt = TreeOptimizer(space, seed=0)
@@ -189,7 +192,7 @@ def test_integers_and_categoricals_are_proposed_without_repeats():
     def objective(config):
         return (config["n"] - 17) ** 2 / 100 + (config["c"] != "b")
 
-    opt = TreeOptimizer(space, seed=0, options=FAST)
+    opt = TreeOptimizer(space, seed=0, model=FAST)
     run(opt, objective, 12)
     seen = [(t.params["n"], t.params["c"]) for t in opt.history]
     assert all(isinstance(n, int) for n, _ in seen)
@@ -218,12 +221,12 @@ def test_a_space_of_4096_paths_resumes_exactly(tmp_path, model):
             for i in range(12)
         )
 
-    kwargs = {"model": model, "seed": 1, "n_initial": 6, "options": None}
-    kwargs["options"] = (
+    options = (
         FAST
         if model == "add_tree"
         else AddTreeUCBOptions(num_restarts=4, raw_samples=64)
     )
+    kwargs = {"model": options, "seed": 1, "n_initial": 6}
     whole = TreeOptimizer(space, **kwargs)
     run(whole, objective, 8)
     path = tmp_path / "run.jsonl"

@@ -72,7 +72,7 @@ def test_standardized_scores_do_not_see_scale_or_shift(c, b):
 
 def test_huge_values_keep_the_model_finite_and_in_charge():
     problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, options=FAST)
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, model=FAST)
     for i in range(8):
         params = opt.ask()
         opt.tell(params, 1e300 if i == 2 else problem.objective(params))
@@ -98,7 +98,7 @@ def test_scaled_and_shifted_objectives_get_the_same_proposals():
     problem = Jenatton()
 
     def proposals(c: float, b: float) -> list[dict]:
-        opt = TreeOptimizer(problem.space, seed=1, n_initial=5, options=FAST)
+        opt = TreeOptimizer(problem.space, seed=1, n_initial=5, model=FAST)
         for _ in range(8):
             params = opt.ask()
             opt.tell(params, c * problem.objective(params) + b)

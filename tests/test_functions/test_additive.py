@@ -3,8 +3,8 @@ import itertools
 import pytest
 import torch
 
-from treebo.forest import ForestSchedule
 from treebo.test_functions import AdditiveGPFunction, additive_graph
+from treebo.tree_additive.forest import ForestSchedule
 
 
 @pytest.mark.parametrize(

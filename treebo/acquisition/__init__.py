@@ -1,6 +1,6 @@
-"""Acquisition functions for tree-structured models."""
+"""Acquisition functions for tree-structured models (from their families)."""
 
-from treebo.acquisition.add_tree_ucb import AddTreeUCB, add_tree_beta
-from treebo.acquisition.tree_additive_ucb import TreeAdditiveUCB, tree_additive_beta
+from treebo.add_tree.ucb import AddTreeUCB, add_tree_beta
+from treebo.tree_additive.ucb import TreeAdditiveUCB, tree_additive_beta
 
 __all__ = ["AddTreeUCB", "TreeAdditiveUCB", "add_tree_beta", "tree_additive_beta"]

@@ -31,14 +31,14 @@ except ImportError as err:  # pragma: no cover - exercised without ax installed
         "treebo.integrations.ax needs Ax: pip install 'treebo[ax]'."
     ) from err
 
-from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
-from treebo.parameter_tree import build_root
+from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.space import Categorical, Choice, Integer, Real, TreeSpace
+from treebo.space.parameter_tree import build_root
 
 _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
 
 #: The kernel options of treebo's loop
-#: (:data:`~treebo.kernels.options.LOOP_KERNEL_OPTIONS`) as ``AddTreeGP``
+#: (:data:`~treebo.add_tree.kernel_options.LOOP_KERNEL_OPTIONS`) as ``AddTreeGP``
 #: keyword arguments: the default ``model_options`` of
 #: :func:`add_tree_generation_strategy`. Inside Ax they found the optimal branch
 #: more often than ``AddTreeGP``'s own defaults (``benchmarks/ax_settings.py``).
@@ -188,7 +188,7 @@ def _register_ax_input_constructor() -> None:
     )
     from botorch.models.model import Model
 
-    from treebo.models import AddTreeGP
+    from treebo.add_tree.model import AddTreeGP
 
     base = submodel_input_constructor.dispatch(Model)
 
@@ -254,7 +254,8 @@ def add_tree_generation_strategy(
     from ax.generators.torch.botorch_modular.utils import ModelConfig
     from gpytorch.likelihoods import GaussianLikelihood
 
-    from treebo.models import AddTreeGP, noise_floor_likelihood_options
+    from treebo.add_tree.model import AddTreeGP
+    from treebo.gp.fit import noise_floor_likelihood_options
 
     if num_initial_trials < 1:
         raise ValueError(f"num_initial_trials must be >= 1, got {num_initial_trials}.")

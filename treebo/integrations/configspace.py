@@ -59,15 +59,15 @@ except ImportError as err:  # pragma: no cover - exercised without ConfigSpace
         "'treebo[configspace]'."
     ) from err
 
-from treebo.parameter_tree import build_root
-from treebo.parameters import (
+from treebo.space import TreeSpace
+from treebo.space.parameter_tree import build_root
+from treebo.space.parameters import (
     Categorical,
     Choice,
     ConfigurationError,
     Integer,
     Real,
 )
-from treebo.space import TreeSpace
 
 __all__ = ["configspace_from_tree_space", "tree_space_from_configspace"]
 

@@ -1,10 +1,10 @@
-"""GPyTorch kernels for tree-structured spaces."""
+"""GPyTorch kernels for tree-structured spaces (re-exported from their families)."""
 
-from treebo.kernels.add_tree import AddTreeKernel
-from treebo.kernels.correlation import stationary_correlation
-from treebo.kernels.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
-from treebo.kernels.tree_additive import TreeAdditiveKernel
-from treebo.kernels.treed import TreedLeafKernel, leaf_base_kernel
+from treebo.add_tree.kernel import AddTreeKernel
+from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.gp.correlation import stationary_correlation
+from treebo.tree_additive.kernel import TreeAdditiveKernel
+from treebo.treed.kernel import TreedLeafKernel, leaf_base_kernel
 
 __all__ = [
     "LOOP_KERNEL_OPTIONS",

@@ -19,7 +19,11 @@ with the same path and settings resumes from it exactly.
 """
 
 from treebo.loop.box import BoxResult, box_space, minimize_box
-from treebo.loop.checkpoint import CHECKPOINT_VERSION, CheckpointMismatchError
+from treebo.loop.checkpoint import (
+    CHECKPOINT_VERSION,
+    CheckpointMismatchError,
+    CheckpointVersionError,
+)
 from treebo.loop.design import initial_design
 from treebo.loop.executors import EvaluationTimeout, ProcessExecutor
 from treebo.loop.history import History, OptimizationResult, Trial
@@ -30,6 +34,7 @@ __all__ = [
     "BoxResult",
     "CHECKPOINT_VERSION",
     "CheckpointMismatchError",
+    "CheckpointVersionError",
     "EvaluationTimeout",
     "History",
     "OptimizationResult",

@@ -17,8 +17,8 @@ their label, so any hashable label survives the round trip.
 
 A resumed run proposes exactly what the uninterrupted run would have; a
 journal of a different run is refused with an error that names what differs.
-Checkpoints of earlier formats (one JSON object, versions 1 and 2) are read
-and rewritten as journals.
+A journal of another format version (an earlier treebo's) is refused with an
+error that names both versions.
 
 Example:
     >>> import pathlib, tempfile
@@ -47,15 +47,21 @@ from pathlib import Path
 from typing import Any
 
 from treebo.loop.history import Trial
-from treebo.parameters import Categorical, Choice, Parameter
 from treebo.space import TreeSpace
+from treebo.space.parameters import Categorical, Choice, Parameter
 
-CHECKPOINT_VERSION = 3
+#: The journal format; 4: the options of the strategies as of treebo 0.1
+#: (family folders; ``model`` takes a strategy's options).
+CHECKPOINT_VERSION = 4
 _FORMAT = "treebo-checkpoint"
 
 
 class CheckpointMismatchError(ValueError):
     """A checkpoint was written by a run with other settings."""
+
+
+class CheckpointVersionError(ValueError):
+    """A checkpoint was written in another format version."""
 
 
 @dataclass
@@ -240,12 +246,12 @@ class Journal:
         ):
             raise ValueError(f"{self.path} is not a treebo checkpoint.")
         version = first.get("version")
-        if version in (1, 2) and len(lines) == 1:
-            return self._read_single_object(space, first)
         if version != CHECKPOINT_VERSION:
-            raise ValueError(
+            raise CheckpointVersionError(
                 f"checkpoint {self.path} has format version {version!r}; this "
-                f"treebo reads versions 1 to {CHECKPOINT_VERSION}."
+                f"treebo reads version {CHECKPOINT_VERSION} only (the strategies' "
+                "options changed). Start the run with another checkpoint path; "
+                "its trials can still be read with json from the file's lines."
             )
         self._check_identity(first)
         history: list[Trial] = []
@@ -289,37 +295,6 @@ class Journal:
                 f"({details}). Resume with the same settings, or use another path."
             )
 
-    def _read_single_object(
-        self, space: TreeSpace, payload: dict[str, Any]
-    ) -> Checkpoint:
-        """A checkpoint of format version 1 or 2 (one JSON object)."""
-        trials = [
-            Trial(**{**r, "params": space.validate(_tuples(r["params"]))})
-            for r in payload["history"]
-        ]
-        if payload["version"] == 2:
-            self._check_identity(payload)
-            return Checkpoint(self.identity, trials, payload.get("strategy_state", {}))
-        if payload.get("parameters") != self.identity["space"]["parameters"]:
-            raise CheckpointMismatchError(
-                f"checkpoint {self.path} was written for parameters "
-                f"{payload.get('parameters')}, not "
-                f"{self.identity['space']['parameters']}."
-            )
-        if bool(payload.get("maximize")) != self.identity["maximize"]:
-            raise CheckpointMismatchError(
-                f"checkpoint {self.path} was written with "
-                f"maximize={payload.get('maximize')}."
-            )
-        warnings.warn(
-            f"checkpoint {self.path} has format version 1 (no model state, no "
-            "settings): its history is resumed, but the next proposals may "
-            "differ from those of the original run.",
-            RuntimeWarning,
-            stacklevel=4,
-        )
-        return Checkpoint(self.identity, trials, {})
-
 
 def _write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` by ``text`` (a temporary file, then a rename)."""
@@ -329,15 +304,6 @@ def _write_atomically(path: Path, text: str) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
-
-
-def _tuples(params: dict[str, Any]) -> dict[str, Any]:
-    """JSON lists back to tuples (tuple labels of old checkpoints)."""
-
-    def tup(value: Any) -> Any:
-        return tuple(tup(v) for v in value) if isinstance(value, list) else value
-
-    return {name: tup(value) for name, value in params.items()}
 
 
 def _short(value: Any, limit: int = 120) -> str:

@@ -30,13 +30,16 @@ import torch
 from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
-import treebo.strategies  # noqa: F401  (registers the built-in strategies)
+# The families register their strategies with the loop when they load.
+import treebo.add_tree  # noqa: F401
+import treebo.tree_additive  # noqa: F401
+import treebo.treed  # noqa: F401
 from treebo.loop.checkpoint import Journal, run_identity
 from treebo.loop.design import default_initial_size, initial_design
 from treebo.loop.history import History, OptimizationResult, Trial
 from treebo.loop.outcomes import parse_outcome, standardize_scores
-from treebo.parameters import as_real_number
 from treebo.space import TreeSpace
+from treebo.space.parameters import as_real_number
 from treebo.strategies.base import Observations, Strategy, make_strategy
 
 #: A told configuration matches a pending one if its encoding differs by at
@@ -54,11 +57,12 @@ class TreeOptimizer:
     Args:
         space: The search space.
         model: The strategy: a registered name (``"add_tree"``, the default:
-            LogEI on an :class:`~treebo.models.AddTreeGP`; ``"add_tree_ucb"``:
-            Add-Tree-GP-UCB) or a :class:`~treebo.strategies.Strategy`.
-        options: The strategy's options (e.g.
-            :class:`~treebo.strategies.AddTreeOptions`); default its defaults.
-            Only with a name for ``model``.
+            LogEI on an :class:`~treebo.add_tree.AddTreeGP`;
+            ``"add_tree_ucb"``: Add-Tree-GP-UCB; ``"tree_additive"``;
+            ``"treed"``), a strategy's options object, which names it (e.g.
+            ``AddTreeOptions(noise_floor=1e-4)``), or a
+            :class:`~treebo.strategies.Strategy` (which also sets the device
+            and dtype of the models: ``AddTreeStrategy(device="cuda")``).
         maximize: Maximize instead of minimize the objective.
         n_initial: Size of the initial design (default: number of paths + 1,
             between 5 and 20).
@@ -66,8 +70,6 @@ class TreeOptimizer:
         checkpoint: A journal file (JSON lines) that every evaluation is
             appended to as soon as it is told; if it exists, the run resumes
             from it (it must have the same settings).
-        device: Device of the models and optimizers (default CPU).
-        dtype: Floating point type of the models (default float64).
 
     Example:
         >>> import pathlib, tempfile
@@ -90,29 +92,15 @@ class TreeOptimizer:
         self,
         space: TreeSpace,
         *,
-        model: str | Strategy = "add_tree",
-        options: Any | None = None,
+        model: str | Any | Strategy = "add_tree",
         maximize: bool = False,
         n_initial: int | None = None,
         seed: int | None = None,
         checkpoint: str | os.PathLike | None = None,
-        device: torch.device | str | None = None,
-        dtype: torch.dtype = torch.float64,
     ) -> None:
         if not isinstance(space, TreeSpace):
             raise TypeError(f"space must be a TreeSpace, got {type(space).__name__}.")
-        if isinstance(model, Strategy):
-            if options is not None:
-                raise ValueError(
-                    "options go with a model name; a Strategy carries its own."
-                )
-            self.strategy = model
-        elif isinstance(model, str):
-            self.strategy = make_strategy(model, options, device=device, dtype=dtype)
-        else:
-            raise TypeError(
-                f"model must be a name or a Strategy, got {type(model).__name__}."
-            )
+        self.strategy = make_strategy(model)
         self.strategy.validate_space(space)
         if n_initial is None:
             n_initial = default_initial_size(space)

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from treebo.parameters import as_real_number
+from treebo.space.parameters import as_real_number
 
 
 def parse_outcome(value: Any) -> tuple[float | None, str | None]:

@@ -18,8 +18,6 @@ from concurrent.futures import (
 )
 from typing import Any
 
-import torch
-
 from treebo.loop.history import OptimizationResult, Trial
 from treebo.loop.optimizer import TreeOptimizer
 from treebo.space import TreeSpace
@@ -59,8 +57,7 @@ def minimize(
     budget: int,
     seed: int | None = None,
     *,
-    model: str | Strategy = "add_tree",
-    options: Any | None = None,
+    model: str | Any | Strategy = "add_tree",
     maximize: bool = False,
     n_initial: int | None = None,
     checkpoint: str | os.PathLike | None = None,
@@ -68,8 +65,6 @@ def minimize(
     executor: Executor | None = None,
     callback: Callable[[Trial], None] | None = None,
     progress: bool = False,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype = torch.float64,
 ) -> OptimizationResult:
     """Minimize (or maximize) ``objective`` over ``space`` with ``budget`` evaluations.
 
@@ -86,11 +81,10 @@ def minimize(
         budget: Total number of evaluations (a resumed run counts the ones in
             its checkpoint).
         seed: Seed for reproducibility.
-        model: The strategy, by name (``"add_tree"``, ``"add_tree_ucb"``) or
-            as a :class:`~treebo.strategies.Strategy` (see
-            :class:`TreeOptimizer`).
-        options: The named strategy's options (e.g.
-            :class:`~treebo.strategies.AddTreeOptions`).
+        model: The strategy: a name (``"add_tree"``, ``"add_tree_ucb"``,
+            ``"tree_additive"``, ``"treed"``), a strategy's options object
+            (e.g. :class:`~treebo.add_tree.AddTreeOptions`), or a
+            :class:`~treebo.strategies.Strategy` (see :class:`TreeOptimizer`).
         maximize: Maximize instead.
         n_initial: Size of the initial design (see :class:`TreeOptimizer`).
         checkpoint: Journal file (JSON lines) each evaluation is appended to
@@ -109,8 +103,6 @@ def minimize(
             a GPU or a remote job).
         callback: Called with each new :class:`Trial`.
         progress: Print a progress bar to stderr.
-        device: Device of the models (default CPU).
-        dtype: Floating point type of the models (default float64).
 
     Returns:
         An :class:`OptimizationResult`.
@@ -138,13 +130,10 @@ def minimize(
     opt = TreeOptimizer(
         space,
         model=model,
-        options=options,
         maximize=maximize,
         n_initial=n_initial,
         seed=seed,
         checkpoint=checkpoint,
-        device=device,
-        dtype=dtype,
     )
 
     def record(params: dict[str, Any], value: Any, seconds: float) -> None:

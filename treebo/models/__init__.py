@@ -1,7 +1,7 @@
-"""BoTorch models for tree-structured spaces."""
+"""BoTorch models for tree-structured spaces (re-exported from their families)."""
 
-from treebo.models.add_tree_gp import AddTreeGP, VertexPosterior
-from treebo.models.fit import (
+from treebo.add_tree.model import AddTreeGP, VertexPosterior
+from treebo.gp.fit import (
     FIT_CRITERIA,
     fit_model,
     loo_log_densities,
@@ -9,16 +9,12 @@ from treebo.models.fit import (
     noise_floor_likelihood,
     noise_floor_likelihood_options,
 )
-from treebo.models.partition import TreePartition, build_partition
-from treebo.models.partition_pruning import loo_prune
-from treebo.models.structure_learning import learn_tree_structure
-from treebo.models.tree_additive_gp import (
-    ComponentPosterior,
-    GridPosterior,
-    TreeAdditiveGP,
-)
-from treebo.models.treed_fit import fit_treed_gp
-from treebo.models.treed_gp import TreedGP, WeightedPseudoLikelihood
+from treebo.tree_additive.model import ComponentPosterior, GridPosterior, TreeAdditiveGP
+from treebo.tree_additive.structure_learning import learn_tree_structure
+from treebo.treed.fit import WeightedPseudoLikelihood, fit_treed_gp
+from treebo.treed.model import TreedGP
+from treebo.treed.partition import TreePartition, build_partition
+from treebo.treed.pruning import loo_prune
 
 __all__ = [
     "FIT_CRITERIA",

@@ -1,16 +1,26 @@
-"""Optimizers for acquisition functions on tree-structured spaces."""
+"""Optimizers for acquisition functions on tree-structured spaces.
 
+The generic optimizers live here; the model families' own optimizers
+(:func:`~treebo.add_tree.optimize_add_tree_ucb`,
+:func:`~treebo.tree_additive.optimize_acqf_zooming`, ...) are re-exported at
+this path and load on first use.
+"""
+
+from treebo._exports import lazy_exports
 from treebo.optim.lbfgsb import maximize_batched
-from treebo.optim.local_refinement import local_refinement_candidate
-from treebo.optim.message_passing import message_passing_discrete
 from treebo.optim.mixed import NeighbourTable, optimize_acqf_mixed_tree
 from treebo.optim.sobol import optimize_acqf_sobol
-from treebo.optim.tree_optimize import (
-    TreeCandidate,
-    optimize_acqf_tree,
-    optimize_add_tree_ucb,
+from treebo.optim.tree_optimize import TreeCandidate, optimize_acqf_tree
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "local_refinement_candidate": "treebo.add_tree.local_refinement",
+        "optimize_add_tree_ucb": "treebo.add_tree.optimize",
+        "message_passing_discrete": "treebo.tree_additive.message_passing",
+        "optimize_acqf_zooming": "treebo.tree_additive.zooming",
+    },
 )
-from treebo.optim.zooming import optimize_acqf_zooming
 
 __all__ = [
     "NeighbourTable",

@@ -29,7 +29,6 @@ import torch
 from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
-from treebo.configurations import MAX_LISTED_PATHS
 from treebo.optim.lbfgsb import maximize_batched
 from treebo.optim.tree_optimize import (
     TreeCandidate,
@@ -39,6 +38,7 @@ from treebo.optim.tree_optimize import (
     reference_tensor,
 )
 from treebo.space import TreeSpace
+from treebo.space.configurations import MAX_LISTED_PATHS
 
 
 def _scored_neighbours(
@@ -56,7 +56,7 @@ def _scored_neighbours(
 
 def lists_paths(space: TreeSpace) -> bool:
     """Whether ``space`` is optimized path by path (:func:`optimize_acqf_tree`):
-    at most :data:`~treebo.configurations.MAX_LISTED_PATHS` paths and no
+    at most :data:`~treebo.space.configurations.MAX_LISTED_PATHS` paths and no
     integer or categorical parameters; else by
     :func:`optimize_acqf_mixed_tree`."""
     return (

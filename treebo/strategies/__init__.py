@@ -1,10 +1,13 @@
 """Strategies: what a model family does to turn the history into a proposal.
 
 See :class:`~treebo.strategies.base.Strategy` for the interface and
-:func:`~treebo.strategies.base.register_strategy` to add one.
+:func:`~treebo.strategies.base.register_strategy` to add one. The built-in
+strategies live in their families' folders (``treebo.add_tree``,
+``treebo.tree_additive``, ``treebo.treed``) and are re-exported here, loaded
+on first use.
 """
 
-from treebo.strategies.add_tree import AddTreeStrategy, AddTreeUCBStrategy
+from treebo._exports import lazy_exports
 from treebo.strategies.base import (
     STRATEGIES,
     Observations,
@@ -13,16 +16,21 @@ from treebo.strategies.base import (
     make_strategy,
     register_strategy,
 )
-from treebo.strategies.options import (
-    AddTreeOptions,
-    AddTreeUCBOptions,
-    LocalStepOptions,
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "AddTreeOptions": "treebo.add_tree.options",
+        "AddTreeUCBOptions": "treebo.add_tree.options",
+        "LocalStepOptions": "treebo.add_tree.options",
+        "AddTreeStrategy": "treebo.add_tree.strategy",
+        "AddTreeUCBStrategy": "treebo.add_tree.strategy",
+        "TreeAdditiveOptions": "treebo.tree_additive.strategy",
+        "TreeAdditiveStrategy": "treebo.tree_additive.strategy",
+        "TreedOptions": "treebo.treed.strategy",
+        "TreedStrategy": "treebo.treed.strategy",
+    },
 )
-from treebo.strategies.tree_additive import (
-    TreeAdditiveOptions,
-    TreeAdditiveStrategy,
-)
-from treebo.strategies.treed import TreedOptions, TreedStrategy
 
 __all__ = [
     "STRATEGIES",

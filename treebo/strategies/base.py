@@ -33,6 +33,18 @@ from torch import Tensor
 
 from treebo.space import ConfigurationError, TreeSpace
 
+#: Relative tolerance (of each column's range) under which a proposal repeats
+#: an evaluated point.
+REPEAT_TOL = 1e-4
+
+
+def is_observed(space: TreeSpace, x: Tensor, X: Tensor, tol: float) -> bool:
+    """Whether ``x`` (``d``) repeats a row of ``X`` (``n x d``) to ``tol`` of
+    each column's range."""
+    width = (space.bounds[1] - space.bounds[0]).to(X)
+    gap = (X - x).abs() / width.clamp_min(torch.finfo(X.dtype).tiny)
+    return bool((gap.amax(-1) <= tol).any())
+
 
 @dataclass(frozen=True)
 class Observations:
@@ -184,18 +196,39 @@ def register_strategy(cls: type[Strategy]) -> type[Strategy]:
     return cls
 
 
-def make_strategy(
-    model: str,
-    options: Any | None = None,
-    device: torch.device | str | None = None,
-    dtype: torch.dtype = torch.float64,
-) -> Strategy:
-    """The registered strategy ``model`` with ``options``.
+def make_strategy(model: str | Any) -> Strategy:
+    """The strategy that ``model`` stands for.
+
+    Args:
+        model: A :class:`Strategy` (returned as it is); a registered name
+            (``"add_tree"``, ...: that strategy with its default options); or
+            a strategy's options object (e.g. ``AddTreeOptions(...)``: the
+            first registered strategy whose ``options_type`` it is).
 
     Raises:
         ValueError: If no strategy of that name is registered.
-        TypeError: If ``options`` is not of the strategy's options type.
+        TypeError: If ``model`` is neither a name, nor options of a registered
+            strategy, nor a strategy.
+
+    Example:
+        >>> import treebo.add_tree
+        >>> make_strategy("add_tree_ucb").name
+        'add_tree_ucb'
+        >>> make_strategy(treebo.add_tree.AddTreeOptions(local=None)).name
+        'add_tree'
     """
-    if model not in STRATEGIES:
-        raise ValueError(f"model must be one of {sorted(STRATEGIES)}, got {model!r}.")
-    return STRATEGIES[model](options, device=device, dtype=dtype)
+    if isinstance(model, Strategy):
+        return model
+    if isinstance(model, str):
+        if model not in STRATEGIES:
+            raise ValueError(
+                f"model must be one of {sorted(STRATEGIES)}, got {model!r}."
+            )
+        return STRATEGIES[model]()
+    for cls in STRATEGIES.values():  # built-in strategies register first
+        if type(model) is cls.options_type:
+            return cls(model)
+    raise TypeError(
+        f"model must be a strategy name ({sorted(STRATEGIES)}), the options of "
+        f"one, or a Strategy, got {type(model).__name__}."
+    )

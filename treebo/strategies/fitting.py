@@ -10,7 +10,7 @@ import torch
 from botorch.exceptions import ModelFittingError
 from botorch.models.model import Model
 
-from treebo.models.fit import fit_model
+from treebo.gp.fit import fit_model
 
 #: Noise floors tried in turn, as multiples of the requested one.
 FLOOR_RETRIES = (1.0, 100.0, 1e4)

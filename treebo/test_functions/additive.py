@@ -36,8 +36,8 @@ import torch
 from botorch.test_functions.synthetic import SyntheticTestFunction
 from torch import Tensor
 
-from treebo.forest import check_forest
-from treebo.optim.message_passing import message_passing_discrete
+from treebo.tree_additive.forest import check_forest
+from treebo.tree_additive.message_passing import message_passing_discrete
 
 GRAPHS = ("star", "grid", "partition", "ancestry")
 

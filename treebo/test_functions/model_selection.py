@@ -30,8 +30,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from treebo.parameters import Categorical, Choice, Integer, Real, Vertex
 from treebo.space import TreeSpace
+from treebo.space.parameters import Categorical, Choice, Integer, Real, Vertex
 
 DATASETS = ("digits", "breast_cancer", "wine", "iris")
 

@@ -1,0 +1,94 @@
+"""LocalSteps: when a local step is due, its acquisition, and its prior mean."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import treebo.add_tree.local_steps as local_steps
+from treebo import TreeOptimizer
+from treebo.add_tree.basins import Failures
+from treebo.add_tree.local_steps import LocalSteps
+from treebo.strategies import LocalStepOptions
+from treebo.strategies.base import is_observed
+from treebo.test_functions import Jenatton
+
+
+def test_local_steps_are_due_after_patience_failed_global_proposals():
+    assert not LocalSteps(LocalStepOptions()).is_due(Failures(9, 0, 0))
+    steps = LocalSteps(LocalStepOptions(patience=2))
+    assert not steps.is_due(Failures(1, 0, 0)) and steps.is_due(Failures(2, 0, 0))
+
+
+def test_acquisitions_are_cycled_over_the_local_steps_so_far():
+    steps = LocalSteps(LocalStepOptions(acquisitions=("ucb", "log_ei", "log_ei")))
+    kinds = ("initial", "bo", "local", "bo", "local")
+    assert steps.next_acquisition(kinds[:2]) == "ucb"
+    assert steps.next_acquisition(kinds[:3]) == "log_ei"
+    assert steps.next_acquisition(kinds) == "log_ei"
+    assert steps.next_acquisition(kinds + ("local",)) == "ucb"
+    assert LocalStepOptions(acquisitions="log_ei").acquisitions == ("log_ei",)
+
+
+def test_near_means_the_same_path_within_the_radius():
+    space = Jenatton().space
+    x = space.sample(1, seed=0)[0]
+    steps = LocalSteps(LocalStepOptions(radius=0.05))
+    cols = list(space.continuous_columns)
+    width = space.bounds[1] - space.bounds[0]
+    inside, outside = x.clone(), x.clone()
+    inside[cols] += 0.04 * width[cols]
+    outside[cols] += 0.06 * width[cols]
+    assert steps.is_near(space, inside, x) and not steps.is_near(space, outside, x)
+    other_path = space.set_paths(x.unsqueeze(0), torch.tensor([0]))[0]
+    if not torch.equal(other_path, x):
+        assert not steps.is_near(space, other_path, x)
+    assert is_observed(space, inside, torch.stack([x, inside]), 1e-12)
+    assert not is_observed(space, outside, torch.stack([x, inside]), 1e-4)
+
+
+@pytest.mark.parametrize("mean", ["constant", "auto"])
+def test_the_step_gets_the_options_and_the_global_posterior_mean(monkeypatch, mean):
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=0)
+    for params in [opt.ask() for _ in range(opt.n_initial)]:
+        opt.tell(params, problem.objective(params))
+    obs = opt.observations()
+    model = opt.strategy.fit(obs)
+    seen = []
+
+    def spy(space, X, y, **kwargs):
+        seen.append(kwargs)
+        return None
+
+    monkeypatch.setattr(local_steps, "local_refinement_candidate", spy)
+    options = LocalStepOptions(mean=mean, beta=2.0, noise_floor=1e-7, radius=0.1)
+    steps = LocalSteps(options)
+    assert steps.candidate(obs, obs.X, obs.y, model) is None
+    (kwargs,) = seen
+    assert kwargs["beta"] == 2.0 and kwargs["noise_floor"] == 1e-7
+    assert kwargs["radius"] == 0.1 and kwargs["seed"] == obs.seed
+    assert kwargs["acquisition"] == "ucb"
+    if mean == "constant":
+        assert kwargs["prior_mean"] is None and kwargs["prior_resolution"] == 0.0
+        return
+    # The global model's posterior mean, and its noise sd on y's scale.
+    prior = kwargs["prior_mean"](obs.X)
+    torch.testing.assert_close(prior, model.posterior_mean_variance(obs.X)[0])
+    noise = (model.likelihood.noise.max() * model.outcome_transform.stdvs**2).detach()
+    assert kwargs["prior_resolution"] == pytest.approx(float(noise.sqrt()))
+    with pytest.raises(ValueError, match="need the global model"):
+        steps.candidate(obs, obs.X, obs.y, None)
+
+
+def test_a_step_onto_an_evaluated_point_is_dropped(monkeypatch):
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=0)
+    for params in [opt.ask() for _ in range(opt.n_initial)]:
+        opt.tell(params, problem.objective(params))
+    obs = opt.observations()
+    monkeypatch.setattr(
+        local_steps, "local_refinement_candidate", lambda *a, **k: obs.X[2:3]
+    )
+    steps = LocalSteps(LocalStepOptions(mean="constant"))
+    assert steps.candidate(obs, obs.X, obs.y, None) is None

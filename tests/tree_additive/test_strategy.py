@@ -1,0 +1,92 @@
+import pytest
+
+from treebo import (
+    Categorical,
+    ConfigurationError,
+    Real,
+    TreeOptimizer,
+    TreeSpace,
+    Vertex,
+    minimize,
+)
+from treebo.tree_additive import TreeAdditiveOptions, TreeAdditiveStrategy
+
+
+def _space(d=4):
+    return TreeSpace(Vertex([Real(f"x{i}", -1.0, 1.0) for i in range(d)]))
+
+
+def _objective(p):
+    # x0 and x1 interact; x2, x3 are separable.
+    x = [p[f"x{i}"] for i in range(4)]
+    return (x[0] - x[1]) ** 2 + (x[0] + 0.5) ** 2 + (x[2] - 0.2) ** 2 + abs(x[3])
+
+
+class _RefitEveryStep(TreeAdditiveStrategy):
+    def refit_due(self, step):
+        return True
+
+
+def test_the_loop_improves_on_its_initial_design_and_learns_a_forest():
+    opts = TreeAdditiveOptions(learn_interval=5, structure_samples=100)
+    opt = TreeOptimizer(_space(), seed=0, model=_RefitEveryStep(opts))
+    for _ in range(25):
+        p = opt.ask()
+        opt.tell(p, _objective(p))
+    result = opt.result()
+    initial = min(t.value for t in result.history if t.kind == "initial")
+    assert result.best_value < 0.5 * initial
+    edges = opt.strategy.edges
+    assert edges is not None and edges.shape[-1] == 2
+    assert set(opt.strategy.timings) == {"fit", "structure", "optimize"}
+
+
+def test_a_resumed_run_continues_exactly(tmp_path):
+    path = tmp_path / "run.jsonl"
+    opts = TreeAdditiveOptions(learn_interval=3, structure_samples=64)
+    kwargs = dict(seed=3, model=opts)
+    full = minimize(_objective, _space(), budget=14, **kwargs)
+    minimize(_objective, _space(), budget=9, checkpoint=path, **kwargs)
+    resumed = minimize(_objective, _space(), budget=14, checkpoint=path, **kwargs)
+    assert [t.params for t in resumed.history] == [t.params for t in full.history]
+
+
+def test_pending_configurations_are_avoided():
+    opt = TreeOptimizer(_space(), model="tree_additive", seed=1, n_initial=6)
+    for _ in range(6):
+        p = opt.ask()
+        opt.tell(p, _objective(p))
+    first, second = opt.ask(), opt.ask()
+    assert first != second
+
+
+def test_a_fixed_structure_is_kept():
+    opts = TreeAdditiveOptions(edges=((0, 1),))
+    opt = TreeOptimizer(_space(), seed=0, model=opts)
+    for _ in range(8):
+        p = opt.ask()
+        opt.tell(p, _objective(p))
+    assert opt.strategy.edges.tolist() == [[0, 1]]
+
+
+def test_spaces_and_structures_are_checked_by_name():
+    space = TreeSpace(Vertex([Real("x", 0.0, 1.0), Categorical("c", ["a", "b"])]))
+    with pytest.raises(ConfigurationError, match="'c'"):
+        TreeOptimizer(space, model="tree_additive")
+    opts = TreeAdditiveOptions(edges=((0, 1), (1, 2), (2, 0)))
+    with pytest.raises(ValueError, match="cycle"):
+        TreeOptimizer(_space(), model=opts)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"learn_interval": 0}, "learn_interval"),
+        ({"edge_prior": 1.0}, "edge_prior"),
+        ({"grid_size": 1}, "grid_size"),
+        ({"edges": ((0, 1, 2),)}, "edges"),
+    ],
+)
+def test_options_are_checked_by_name(kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        TreeAdditiveOptions(**kwargs)

@@ -1,0 +1,112 @@
+"""Local refinement of the incumbent as a part of a strategy.
+
+:class:`LocalSteps` decides when a local step replaces the global proposal and
+computes it with :func:`~treebo.optim.local_refinement_candidate`, whose module
+explains the local model. Steps cycle through ``options.acquisitions``; with
+``options.mean == "auto"`` the local model fits the residuals of the global
+model's posterior mean while the neighbourhood's values spread more than the
+global model's noise standard deviation.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from treebo.add_tree.basins import Failures
+from treebo.add_tree.local_refinement import linf_distance, local_refinement_candidate
+from treebo.add_tree.model import AddTreeGP
+from treebo.add_tree.options import LocalStepOptions
+from treebo.space import TreeSpace
+from treebo.strategies.base import Observations, is_observed
+
+#: Local steps that land this close to an evaluated point are dropped.
+LOCAL_REPEAT_TOL = 1e-12
+
+
+class LocalSteps:
+    """When and where to refine the incumbent locally.
+
+    Args:
+        options: The :class:`~treebo.strategies.LocalStepOptions`.
+
+    Example:
+        >>> from treebo import TreeOptimizer
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> opt = TreeOptimizer(problem.space, seed=0, n_initial=6)
+        >>> for _ in range(10):  # six initial points, then model-based ones
+        ...     params = opt.ask()
+        ...     _ = opt.tell(params, problem.objective(params))
+        >>> obs = opt.observations()
+        >>> steps = LocalSteps(LocalStepOptions(radius=0.1))
+        >>> step = steps.candidate(obs, obs.X, obs.y, opt.last_model)
+        >>> steps.is_near(obs.space, step[0], obs.incumbent)  # within the radius
+        True
+    """
+
+    def __init__(self, options: LocalStepOptions) -> None:
+        self.options = options
+
+    def is_due(self, failures: Failures) -> bool:
+        """Whether ``options.patience`` failed global proposals ask for a step."""
+        patience = self.options.patience
+        return patience > 0 and failures.global_ >= patience
+
+    def is_near(self, space: TreeSpace, candidate: Tensor, incumbent: Tensor) -> bool:
+        """Whether ``candidate`` lies on the incumbent's path within ``radius``."""
+        return linf_distance(space, candidate, incumbent) <= self.options.radius
+
+    def next_acquisition(self, kinds: tuple[str, ...]) -> str:
+        """The acquisition of the next step (cycled over the local steps so far)."""
+        done = sum(kind == "local" for kind in kinds)
+        return self.options.acquisitions[done % len(self.options.acquisitions)]
+
+    def candidate(
+        self,
+        observations: Observations,
+        X: Tensor,
+        y: Tensor,
+        model: AddTreeGP | None,
+    ) -> Tensor | None:
+        """A local step (``1 x d``) or ``None`` when none is possible.
+
+        Args:
+            observations: The run so far (for the space, kinds and seed).
+            X: ``n x d`` inputs the step sees (pending points included).
+            y: ``n x 1`` scores to maximize.
+            model: The global model of ``X``, ``y``; needed when
+                ``options.mean == "auto"``.
+        """
+        options = self.options
+        prior_mean, resolution = None, 0.0
+        if options.mean == "auto":
+            if model is None:
+                raise ValueError("local steps with mean='auto' need the global model.")
+
+            def prior_mean(Z: Tensor) -> Tensor:
+                return model.posterior_mean_variance(Z)[0]
+
+            resolution = model.likelihood.noise.detach().max().sqrt()
+            scale = model.outcome_scale()
+            if scale is not None:
+                resolution = resolution * scale[0].max()
+            resolution = float(resolution)
+        candidate = local_refinement_candidate(
+            observations.space,
+            X,
+            y,
+            radius=options.radius,
+            noise_floor=options.noise_floor,
+            acquisition=self.next_acquisition(observations.kinds),
+            beta=options.beta,
+            seed=observations.seed,
+            prior_mean=prior_mean,
+            prior_resolution=resolution,
+        )
+        # A step that lands exactly on an evaluated (or pending) point, say a
+        # corner of its box, teaches a deterministic objective nothing.
+        if candidate is not None and is_observed(
+            observations.space, candidate[0], X, LOCAL_REPEAT_TOL
+        ):
+            return None
+        return candidate

@@ -1,0 +1,389 @@
+r"""Exact GP with the Add-Tree kernel, and its per-vertex posteriors.
+
+Under the Add-Tree prior the latent function is a sum of independent vertex
+components, :math:`f(x) = m + \sum_{v \in l(x)} f_v(x|_v)`. Given training data
+:math:`(X, y)` with :math:`\hat K = K(X, X) + \Sigma` and
+:math:`\alpha = \hat K^{-1}(y - m)`, the posterior of component :math:`v` at a
+point :math:`z` that passes through :math:`v` is Gaussian with
+
+.. math::
+
+    \mu_v(z) = k_v(z, X)\,\alpha, \qquad
+    \sigma_v^2(z) = \sigma_v^2 - k_v(z, X)\,\hat K^{-1} k_v(X, z),
+
+and on any path the component means sum (with :math:`m`) to the GP's posterior
+mean. These are what Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020)
+maximizes vertex by vertex.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import torch
+from botorch.acquisition.objective import PosteriorTransform
+from botorch.models import SingleTaskGP
+from botorch.models.transforms.input import InputTransform, Normalize
+from botorch.models.transforms.outcome import OutcomeTransform, Standardize
+from botorch.posteriors import GPyTorchPosterior
+from botorch.utils.datasets import SupervisedDataset
+from botorch.utils.types import DEFAULT, _DefaultType
+from gpytorch.distributions import MultivariateNormal
+from gpytorch.likelihoods import Likelihood
+from linear_operator.operators import DiagLinearOperator
+from torch import Tensor
+
+from treebo.add_tree.kernel import AddTreeKernel
+from treebo.add_tree.kernel_options import AddTreeKernelOptions
+from treebo.gp.cached_solve import CachedSolveMixin
+from treebo.space.structure import (
+    HierarchicalDependencies,
+    TreeStructure,
+    as_tree_structure,
+)
+
+
+class VertexPosterior(NamedTuple):
+    r"""Posterior of every vertex component at a set of query points.
+
+    Attributes:
+        mean: ``batch_shape x r x V`` posterior means of the components, on the
+            original outcome scale.
+        variance: ``batch_shape x r x V`` posterior variances.
+        offset: Scalar tensor (or ``batch_shape``): the constant that completes
+            the sum, so that on a path ``offset + sum_v mean[..., v]`` is the
+            model's posterior mean.
+    """
+
+    mean: Tensor
+    variance: Tensor
+    offset: Tensor
+
+
+def transform_dependencies(
+    train_X: Tensor,
+    hierarchical_dependencies: HierarchicalDependencies,
+    input_transform: InputTransform | None,
+) -> dict[int, dict[float, list[int]]]:
+    """Map the values in ``hierarchical_dependencies`` through an input transform.
+
+    The kernel sees transformed inputs, so a transform that touches choice
+    columns must be applied to the values that select branches as well.
+    """
+    deps = {int(p): dict(b) for p, b in hierarchical_dependencies.items()}
+    if input_transform is None or not deps:
+        return deps
+    pairs = [(p, v) for p, b in deps.items() for v in b]
+    # One probe row per (parent, value), with the training data's batch shape
+    # (batched transforms check it).
+    probe = train_X[..., :1, :].expand(*train_X.shape[:-2], len(pairs), -1).clone()
+    rows = torch.arange(len(pairs))
+    cols = torch.tensor([p for p, _ in pairs])
+    probe[..., rows, cols] = torch.tensor([float(v) for _, v in pairs]).to(probe)
+    with torch.no_grad():
+        moved = input_transform.preprocess_transform(probe)[..., rows, cols]
+    moved = moved.reshape(-1, len(pairs))
+    if not torch.equal(moved, moved[:1].expand_as(moved)):
+        raise ValueError(
+            "input_transform maps the branch values in hierarchical_dependencies "
+            "differently across batch members; the tree must be the same for all."
+        )
+    moved = moved[0].tolist()
+    out: dict[int, dict[float, list[int]]] = {}
+    for (p, v), new in zip(pairs, moved, strict=False):
+        out.setdefault(p, {})[new] = list(deps[p][v])
+    return out
+
+
+class _MomentPosterior(GPyTorchPosterior):
+    """A Gaussian posterior at single points, from given means and variances
+    (``batch_shape x 1``); ``mean`` and ``variance`` return them as they are."""
+
+    def __init__(self, mean: Tensor, variance: Tensor) -> None:
+        super().__init__(MultivariateNormal(mean, DiagLinearOperator(variance)))
+        self._moments = (mean.unsqueeze(-1), variance.unsqueeze(-1))
+
+    @property
+    def mean(self) -> Tensor:
+        return self._moments[0]
+
+    @property
+    def variance(self) -> Tensor:
+        return self._moments[1]
+
+
+class AddTreeGP(CachedSolveMixin, SingleTaskGP):
+    r"""Single-task exact GP with an :class:`AddTreeKernel`.
+
+    A drop-in replacement for
+    :class:`botorch.models.hierarchical.HierarchicalConditionalKernelGP`: same
+    column layout (choice columns hold the values named in
+    ``hierarchical_dependencies``), same ``train_Yvar``, ``input_transform``
+    and ``outcome_transform`` arguments.
+
+    By default inputs are normalized with :class:`Normalize` on the numeric
+    parameter columns only (using ``bounds`` if given, else the training data's
+    range), so that choice and categorical columns keep their values.
+
+    Args:
+        train_X: ``batch_shape x n x d`` training inputs.
+        train_Y: ``batch_shape x n x m`` training observations.
+        hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``, or
+            its :class:`~treebo.space.TreeStructure` (e.g. ``space.tree``),
+            which the model and its kernel then share.
+        train_Yvar: Optional observed noise variances, like ``train_Y``.
+        likelihood: Optional likelihood (default as in ``SingleTaskGP``).
+        bounds: Optional ``2 x d`` bounds of the inputs used by the default
+            normalization.
+        input_transform: Input transform; ``DEFAULT`` normalizes continuous
+            columns, ``None`` applies nothing.
+        outcome_transform: Outcome transform (``DEFAULT``: ``Standardize``).
+        covar_module: Optional ready :class:`AddTreeKernel` (e.g. with other
+            priors); must match ``train_X``'s columns.
+        categorical_values: ``{column: values}`` of the unordered categorical
+            parameter columns (e.g. ``TreeSpace.categorical_values``), modelled
+            by one-hot features inside their vertex's kernel; default none.
+        **kernel_options: The kernel's structural settings, the fields of
+            :class:`~treebo.kernels.AddTreeKernelOptions` (``base_kernel``,
+            ``vertex_bias``, ``share_lengthscales``, ``share_outputscales``,
+            ``shared_component``); default Definition 4 of the paper.
+
+    Example:
+        >>> from treebo.models import fit_model
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> X = problem.space.sample(20, seed=0)
+        >>> Y = problem(X).unsqueeze(-1)
+        >>> model = AddTreeGP(X, Y, problem.space.to_hierarchical_dependencies(),
+        ...                   share_lengthscales="depth", vertex_bias="all")
+        >>> _ = fit_model(model)
+        >>> model.posterior(problem.space.sample(5, seed=1)).mean.shape
+        torch.Size([5, 1])
+    """
+
+    def __init__(
+        self,
+        train_X: Tensor,
+        train_Y: Tensor,
+        hierarchical_dependencies: HierarchicalDependencies | TreeStructure,
+        train_Yvar: Tensor | None = None,
+        likelihood: Likelihood | None = None,
+        bounds: Tensor | None = None,
+        input_transform: InputTransform | _DefaultType | None = DEFAULT,
+        outcome_transform: OutcomeTransform | _DefaultType | None = DEFAULT,
+        covar_module: AddTreeKernel | None = None,
+        categorical_values: Mapping[int, Sequence[float]] | None = None,
+        **kernel_options: Any,
+    ) -> None:
+        if train_X.dim() < 2:
+            raise ValueError(
+                "train_X must be batch_shape x n x d, got shape "
+                f"{tuple(train_X.shape)}."
+            )
+        kernel_options = AddTreeKernelOptions(**kernel_options).as_kwargs()
+        d = train_X.shape[-1]
+        tree = as_tree_structure(d, hierarchical_dependencies)
+        categorical_values = dict(categorical_values or {})
+        numeric = [c for c in tree.continuous_columns if c not in categorical_values]
+        if input_transform == DEFAULT:
+            input_transform = (
+                Normalize(
+                    d=d,
+                    indices=numeric,
+                    bounds=None if bounds is None else bounds.to(train_X),
+                    batch_shape=train_X.shape[:-2],
+                )
+                if numeric
+                else None
+            )
+        deps = transform_dependencies(
+            train_X, tree.hierarchical_dependencies, input_transform
+        )
+        if outcome_transform == DEFAULT:
+            outcome_transform = Standardize(
+                m=train_Y.shape[-1], batch_shape=train_X.shape[:-2]
+            )
+        batch_shape = train_X.shape[:-2]
+        if train_Y.shape[-1] > 1:
+            batch_shape = batch_shape + torch.Size([train_Y.shape[-1]])
+        if covar_module is None:
+            # The kernel reads transformed inputs: it shares the structure
+            # unless the transform moved the values that select branches.
+            covar_module = AddTreeKernel(
+                dim=d,
+                hierarchical_dependencies=(
+                    tree if deps == tree.hierarchical_dependencies else deps
+                ),
+                batch_shape=batch_shape,
+                categorical_values=categorical_values,
+                **kernel_options,
+            )
+        elif not isinstance(covar_module, AddTreeKernel) or covar_module.dim != d:
+            raise ValueError(
+                "covar_module must be an AddTreeKernel over the columns of train_X."
+            )
+        self._original_dependencies = tree.hierarchical_dependencies
+        super().__init__(
+            train_X=train_X,
+            train_Y=train_Y,
+            train_Yvar=train_Yvar,
+            likelihood=likelihood,
+            covar_module=covar_module,
+            input_transform=input_transform,
+            outcome_transform=outcome_transform,
+        )
+
+    @classmethod
+    def construct_inputs(
+        cls,
+        training_data: SupervisedDataset,
+        hierarchical_dependencies: HierarchicalDependencies,
+        categorical_values: Mapping[int, Sequence[float]] | None = None,
+        categorical_features: Sequence[int] | None = None,
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        """Model keyword arguments from a dataset (used by Ax's ``BoTorchGenerator``).
+
+        Args:
+            training_data: A ``SupervisedDataset``.
+            hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
+            categorical_values: ``{column: values}`` of unordered categorical
+                parameter columns.
+            categorical_features: Ax's unordered choice columns, encoded as
+                integer codes ``0 .. k-1`` (Ax's ``ChoiceToNumericChoice``).
+                Those that are not choices of the tree become categorical
+                columns with the codes ``0`` up to the largest code observed
+                (Ax does not pass ``k``; a larger code proposed later is a
+                further category). Ignored where ``categorical_values`` is
+                given.
+            **kwargs: Kernel options (fields of
+                :class:`~treebo.kernels.AddTreeKernelOptions`) and
+                ``SingleTaskGP.construct_inputs``' own arguments.
+        """
+        names = AddTreeKernelOptions.names()
+        kernel_options = {k: kwargs.pop(k) for k in names if k in kwargs}
+        inputs = super().construct_inputs(training_data=training_data, **kwargs)
+        inputs["hierarchical_dependencies"] = hierarchical_dependencies
+        if categorical_values is None and categorical_features:
+            X = training_data.X
+            categorical_values = {
+                int(col): list(range(int(X[..., col].max().round()) + 1))
+                for col in categorical_features
+                if int(col) not in hierarchical_dependencies
+            }
+        if categorical_values:
+            inputs["categorical_values"] = categorical_values
+        inputs.update(AddTreeKernelOptions(**kernel_options).as_kwargs())
+        return inputs
+
+    @property
+    def tree(self) -> TreeStructure:
+        """The tree over the (transformed) input columns."""
+        return self.covar_module.tree
+
+    @property
+    def hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:
+        """The dependencies in the user's (untransformed) input space."""
+        return self._original_dependencies
+
+    def posterior_mean_variance(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        r"""Latent posterior mean and variance, from one cached Cholesky factor.
+
+        Equals ``posterior(X).mean`` and ``.variance`` (one outcome) without
+        GPyTorch's lazy-tensor machinery: a kernel call against the training
+        inputs and a triangular solve, which makes acquisition optimization
+        several times cheaper.
+
+        Args:
+            X: ``batch_shape x q x d`` raw inputs.
+
+        Returns:
+            ``(mean, variance)``, each ``batch_shape x q``, original outcome scale.
+        """
+        if self.num_outputs != 1:
+            raise NotImplementedError("posterior_mean_variance supports one outcome.")
+        if self.training:
+            raise RuntimeError("call model.eval() before posterior_mean_variance.")
+        cache = self.solve_cache()
+        Z = self.transform_inputs(X) if hasattr(self, "input_transform") else X
+        kernel = self.covar_module
+        kzx = kernel.forward(Z, cache["X"])  # batch x q x n
+        mean = (kzx @ cache["alpha"].unsqueeze(-1)).squeeze(-1)
+        mean = mean + cache["constant"][..., None]
+        w = torch.linalg.solve_triangular(
+            cache["L"], kzx.transpose(-1, -2), upper=False
+        )
+        var = (kernel.forward(Z, Z, diag=True) - w.pow(2).sum(-2)).clamp_min(0.0)
+        return self.untransform_moments(mean, var)
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: PosteriorTransform | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
+        r"""The posterior at ``X`` (``batch_shape x q x d``).
+
+        In eval mode, for one point per batch (``q = 1``, the case of analytic
+        acquisition functions such as ``LogExpectedImprovement``) without
+        observation noise or a posterior transform, the moments come from
+        :meth:`posterior_mean_variance` (one cached Cholesky factor; the
+        hyper-parameters are constants, gradients flow to ``X``). Otherwise,
+        and always in train mode, this is ``SingleTaskGP.posterior``.
+        """
+        outcome_transform = getattr(self, "outcome_transform", None)
+        fast = (
+            not self.training
+            and X.dim() >= 2
+            and X.shape[-2] == 1
+            and self.num_outputs == 1
+            and output_indices is None
+            and observation_noise is False
+            and posterior_transform is None
+            and not kwargs
+            and (
+                outcome_transform is None or isinstance(outcome_transform, Standardize)
+            )
+        )
+        if not fast:
+            return super().posterior(
+                X,
+                output_indices=output_indices,
+                observation_noise=observation_noise,
+                posterior_transform=posterior_transform,
+                **kwargs,
+            )
+        mean, variance = self.posterior_mean_variance(X)
+        return _MomentPosterior(mean, variance)
+
+    def vertex_offset(self) -> Tensor:
+        """The constant that completes the sum of vertex means (original scale)."""
+        return self.constant_offset()
+
+    def vertex_posterior(self, X: Tensor) -> VertexPosterior:
+        r"""Posterior mean and variance of every vertex component, all at once.
+
+        Each vertex ``v`` is evaluated on the columns of ``X`` it owns (and,
+        with ``inherit_ancestors``, its ancestors'), as if ``v`` were on
+        ``X``'s path (choice columns of ``X`` are ignored), so one row of
+        ``X`` gives candidate values for every vertex.
+
+        Args:
+            X: ``batch_shape x r x d`` query points in the raw input space.
+
+        Returns:
+            A :class:`VertexPosterior` with ``batch_shape x r x V`` means and
+            variances on the original outcome scale.
+        """
+        if self.num_outputs != 1:
+            raise NotImplementedError("vertex_posterior supports one outcome.")
+        cache = self.solve_cache()
+        Z = self.transform_inputs(X) if hasattr(self, "input_transform") else X
+        kzx = self.covar_module.vertex_covariance(Z, cache["X"])  # *b x r x V x n
+        prior = self.covar_module.vertex_prior_variance().unsqueeze(-2)
+        mean, var = self.component_moments(kzx, prior, component_dims=2)
+        offset = self.vertex_offset()
+        return VertexPosterior(mean=mean, variance=var, offset=offset)

@@ -1,0 +1,250 @@
+"""Typed settings of the Add-Tree strategies.
+
+Each strategy has one frozen options object whose defaults are the settings
+that measured best for it (``benchmarks/RESULTS.md``); two strategies that
+differ in a default say so in their own types (:class:`AddTreeOptions` and
+:class:`AddTreeUCBOptions`), never through a value that depends on another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.add_tree.local_refinement import validate_local_acquisition
+from treebo.add_tree.optimize import PATH_SELECTIONS
+from treebo.strategies.validation import check_count, check_positive
+
+LOCAL_MEANS = ("constant", "auto")
+
+
+@dataclass(frozen=True)
+class LocalStepOptions:
+    r"""Local refinement of the incumbent (see
+    :func:`~treebo.optim.local_refinement_candidate`).
+
+    When the global proposal lies on the incumbent's path within ``radius`` of
+    it, the strategy proposes from a GP of the incumbent's neighbourhood
+    instead, with outcomes standardized over that neighbourhood: it resolves
+    differences far below the global model's noise floor.
+
+    Attributes:
+        radius: ``bounds``-normalized :math:`\ell_\infty` radius that triggers
+            a local step, and the largest half-width of its box.
+        noise_floor: Lower bound on the local model's noise variance
+            (standardized over the neighbourhood).
+        acquisitions: Acquisitions of successive local steps, cycled:
+            ``"ucb"`` (:math:`\mu + \sqrt{\beta}\sigma`, a step to the local
+            model's optimum) and ``"log_ei"`` (which explores the box).
+        beta: The local UCB weight :math:`\beta`.
+        mean: The local model's prior mean: ``"auto"`` fits the residuals of
+            the global model's posterior mean while the neighbourhood's values
+            spread more than the global model's noise, ``"constant"`` never.
+        patience: If positive, a local step also follows this many global
+            proposals in a row that did not improve the incumbent.
+    """
+
+    radius: float = 0.05
+    noise_floor: float = 1e-8
+    acquisitions: tuple[str, ...] = ("ucb", "log_ei")
+    beta: float = 0.1
+    mean: Literal["constant", "auto"] = "auto"
+    patience: int = 0
+
+    def __post_init__(self) -> None:
+        check_positive(self.radius, "radius")
+        check_positive(self.noise_floor, "noise_floor")
+        if isinstance(self.acquisitions, str):
+            object.__setattr__(self, "acquisitions", (self.acquisitions,))
+        if not self.acquisitions:
+            raise ValueError("acquisitions must name at least one acquisition.")
+        object.__setattr__(self, "acquisitions", tuple(self.acquisitions))
+        for name in self.acquisitions:
+            validate_local_acquisition(name, self.beta, ("acquisitions", "beta"))
+        if self.mean not in LOCAL_MEANS:
+            raise ValueError(f"mean must be one of {LOCAL_MEANS}, got {self.mean!r}.")
+        check_count(self.patience, "patience", 0)
+
+
+@dataclass(frozen=True)
+class AddTreeOptions:
+    """Settings of the ``"add_tree"`` strategy: LogEI on an ``AddTreeGP``.
+
+    Attributes:
+        kernel: The :class:`~treebo.kernels.AddTreeKernel`'s settings.
+        alternative_kernels: Further kernel settings, each fitted beside
+            ``kernel`` at every proposal (warm-started from its own last
+            fit); the proposal uses an alternative's model where it predicts
+            the data clearly better in leave-one-out (its mean gain in
+            :func:`~treebo.models.loo_log_densities` over the best so far
+            exceeds one standard error), else ``kernel``'s. ``None`` (the
+            default): ``kernel`` with the interaction terms of the paper's
+            App. E (``ancestor_interactions=True``), so that they are used
+            only where the data show them (the best learning rate depends on
+            the optimizer chosen below it, say); none where ``kernel``
+            already has them or folds its ancestors' parameters in. ``()``:
+            ``kernel`` alone. An alternative that gives the space the same
+            model as ``kernel`` (interaction terms on a space with no vertex
+            of parameters below another) is skipped; each other one adds a
+            fit per proposal. :meth:`alternatives` resolves the setting.
+        noise_floor: Lower bound on the noise variance of the standardized
+            outcomes; small values suit deterministic objectives.
+        num_restarts: Optimizer starts per path.
+        raw_samples: Random points scored to choose the starts.
+        local: Local refinement of the incumbent, or ``None`` for none.
+
+    Example:
+        >>> from treebo import TreeOptimizer
+        >>> from treebo.test_functions import Jenatton
+        >>> options = AddTreeOptions(noise_floor=1e-4, local=None)
+        >>> opt = TreeOptimizer(Jenatton().space, model=options)
+        >>> opt.strategy.options.local is None
+        True
+    """
+
+    kernel: AddTreeKernelOptions = LOOP_KERNEL_OPTIONS
+    alternative_kernels: tuple[AddTreeKernelOptions, ...] | None = None
+    noise_floor: float = 1e-6
+    num_restarts: int = 10
+    raw_samples: int = 512
+    local: LocalStepOptions | None = field(default_factory=LocalStepOptions)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kernel, AddTreeKernelOptions):
+            raise TypeError(
+                "kernel must be AddTreeKernelOptions, got "
+                f"{type(self.kernel).__name__}."
+            )
+        alternatives = self.alternative_kernels
+        if alternatives is not None:
+            if not isinstance(alternatives, (tuple, list)) or not all(
+                isinstance(k, AddTreeKernelOptions) for k in alternatives
+            ):
+                raise TypeError(
+                    "alternative_kernels must be None or a tuple of "
+                    f"AddTreeKernelOptions, got {alternatives!r}."
+                )
+            object.__setattr__(self, "alternative_kernels", tuple(alternatives))
+        check_positive(self.noise_floor, "noise_floor")
+        check_count(self.num_restarts, "num_restarts", 1)
+        check_count(self.raw_samples, "raw_samples", 1)
+        if self.local is not None and not isinstance(self.local, LocalStepOptions):
+            raise TypeError(
+                "local must be LocalStepOptions or None, got "
+                f"{type(self.local).__name__}."
+            )
+
+    def alternatives(self) -> tuple[AddTreeKernelOptions, ...]:
+        """The alternative kernels that ``alternative_kernels`` stands for.
+
+        Example:
+            >>> AddTreeOptions().alternatives()[0].ancestor_interactions
+            True
+            >>> AddTreeOptions(alternative_kernels=()).alternatives()
+            ()
+        """
+        if self.alternative_kernels is not None:
+            return self.alternative_kernels
+        kernel = self.kernel
+        if kernel.inherit_ancestors or kernel.ancestor_interactions:
+            return ()
+        return (replace(kernel, ancestor_interactions=True),)
+
+
+@dataclass(frozen=True)
+class AddTreeUCBOptions:
+    r"""Settings of the ``"add_tree_ucb"`` strategy: Add-Tree-GP-UCB.
+
+    Algorithm 2 of Ma & Blaschko (2020): per-vertex UCB optima combined along
+    paths. Its defaults differ from :class:`AddTreeOptions`' where that
+    measured better for it: no vertex offsets, no alternative kernel (each
+    vertex is maximized on its own parameters, so interaction terms do not
+    apply), a plain local model (``mean="constant"``) that also runs after
+    two failed global proposals, and proposals moved off a resolved basin.
+    :meth:`paper` gives the paper's loop.
+
+    Attributes:
+        kernel: The :class:`~treebo.add_tree.AddTreeKernel`'s settings (no
+            ancestor terms: each vertex is maximized on its own parameters).
+        noise_floor: Lower bound on the noise variance of the standardized
+            outcomes.
+        num_restarts: Optimizer starts per vertex.
+        raw_samples: Random points scored to choose the starts.
+        local: Local refinement of the incumbent, or ``None`` for none.
+        beta: UCB weight(s); ``None`` gives the paper's
+            :math:`0.2\,d_v \log(2t)`.
+        path_selection: ``"joint"`` (the path whose whole-function UCB is
+            highest) or ``"sum"`` (the paper's sum of per-vertex optima).
+        basin_patience: Local steps in a row without improvement after which
+            the incumbent's basin counts as resolved; a global proposal that
+            falls back into a resolved basin is replaced by the best one on
+            another path (kind ``"away"``). ``None``: never.
+
+    Example:
+        >>> AddTreeUCBOptions.paper().path_selection
+        'sum'
+    """
+
+    kernel: AddTreeKernelOptions = AddTreeKernelOptions(
+        vertex_bias="none",
+        share_lengthscales="depth",
+        share_outputscales="depth",
+        shared_component=True,
+    )
+    noise_floor: float = 1e-6
+    num_restarts: int = 10
+    raw_samples: int = 512
+    local: LocalStepOptions | None = field(
+        default_factory=lambda: LocalStepOptions(mean="constant", patience=2)
+    )
+    beta: float | None = None
+    path_selection: Literal["joint", "sum"] = "joint"
+    basin_patience: int | None = 3
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kernel, AddTreeKernelOptions):
+            raise TypeError(
+                "kernel must be AddTreeKernelOptions, got "
+                f"{type(self.kernel).__name__}."
+            )
+        for name in ("inherit_ancestors", "ancestor_interactions"):
+            if getattr(self.kernel, name):
+                raise ValueError(
+                    f"kernel: {name} is not available with the per-vertex UCB "
+                    "(add_tree_ucb): each vertex is maximized on its own "
+                    "parameters; use the add_tree strategy."
+                )
+        check_positive(self.noise_floor, "noise_floor")
+        check_count(self.num_restarts, "num_restarts", 1)
+        check_count(self.raw_samples, "raw_samples", 1)
+        if self.local is not None and not isinstance(self.local, LocalStepOptions):
+            raise TypeError(
+                "local must be LocalStepOptions or None, got "
+                f"{type(self.local).__name__}."
+            )
+        if self.beta is not None:
+            check_positive(self.beta, "beta")
+        if self.path_selection not in PATH_SELECTIONS:
+            raise ValueError(
+                f"path_selection must be one of {PATH_SELECTIONS}, "
+                f"got {self.path_selection!r}."
+            )
+        if self.basin_patience is not None:
+            check_count(self.basin_patience, "basin_patience", 1)
+
+    @classmethod
+    def paper(cls, **changes: object) -> AddTreeUCBOptions:
+        """The loop of Ma & Blaschko (2020), Algorithm 2: the path by the sum
+        of per-vertex optima, no redirects, local steps only near the
+        incumbent (``changes`` override further fields)."""
+        preset = {
+            "path_selection": "sum",
+            "basin_patience": None,
+            "local": LocalStepOptions(mean="constant", patience=0),
+        }
+        return cls(**{**preset, **changes})
+
+    def alternatives(self) -> tuple[AddTreeKernelOptions, ...]:
+        """No alternative kernels: the per-vertex UCB uses ``kernel`` alone."""
+        return ()

@@ -1,0 +1,26 @@
+"""GP utilities shared by the model families: fitting, cached solves, correlations."""
+
+from treebo.gp.cached_solve import CachedSolveMixin
+from treebo.gp.correlation import pairwise_sq_dist, stationary_correlation
+from treebo.gp.fit import (
+    FIT_CRITERIA,
+    fit_model,
+    loo_log_densities,
+    loo_log_predictive,
+    noise_floor_likelihood,
+    noise_floor_likelihood_options,
+    predicts_better,
+)
+
+__all__ = [
+    "FIT_CRITERIA",
+    "CachedSolveMixin",
+    "fit_model",
+    "loo_log_densities",
+    "loo_log_predictive",
+    "noise_floor_likelihood",
+    "noise_floor_likelihood_options",
+    "pairwise_sq_dist",
+    "predicts_better",
+    "stationary_correlation",
+]
