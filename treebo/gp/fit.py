@@ -184,7 +184,8 @@ def predicts_better(candidate: Tensor, incumbent: Tensor, z: float = 1.0) -> boo
     scores a little higher by chance; it must do so clearly.
 
     Args:
-        candidate, incumbent: ``n`` log densities each.
+        candidate: ``n`` log densities of the candidate model.
+        incumbent: ``n`` log densities of the incumbent, at the same points.
         z: Standard errors the mean gain must exceed.
 
     Example:

@@ -15,6 +15,8 @@ from torch import Tensor
 
 from treebo.space import TreeSpace
 
+__all__ = ["space_from_hierarchical_dependencies"]
+
 
 def space_from_hierarchical_dependencies(
     hierarchical_dependencies: Mapping[int, Mapping[float, Sequence[int]]],

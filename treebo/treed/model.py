@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 from botorch.acquisition.objective import PosteriorTransform
@@ -54,39 +54,16 @@ from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from treebo.gp.correlation import pairwise_sq_dist, stationary_correlation
+from treebo.treed.factors import FactorGroup, build_factor_groups
 from treebo.treed.fit import WeightedPseudoLikelihood, fit_treed_gp
 from treebo.treed.kernel import TreedLeafKernel
-from treebo.treed.partition import build_partition, group_by_size, padded_rows
+from treebo.treed.partition import build_partition, padded_rows
 from treebo.treed.pruning import loo_prune
 
 #: Smallest posterior variance returned (standardized units).
 MIN_VARIANCE = 1e-12
 #: Inputs are squeezed into [eps, 1 - eps] before a Kumaraswamy warp.
 WARP_EPS = 1e-7
-#: The fixed cost of one batch of pseudo-likelihood factors in the fit, as the
-#: cube of a factor size (one batched call costs about as much as factoring a
-#: 90-point matrix on a CPU core); see :func:`~treebo.treed.partition.group_by_size`.
-FACTOR_BATCH_COST = 90.0**3
-
-
-class FactorGroup(NamedTuple):
-    r"""A batch of ``B`` pseudo-likelihood factors padded to ``m`` rows.
-
-    Attributes:
-        index: ``B x m`` long: each row's training point (0 on padding).
-        leaf: ``B`` long: the leaf whose hyper-parameters the factor uses.
-        weight: ``B``: the factor's weight :math:`2 / (1 + \text{level})`.
-        inputs: ``B x m x d``: the rows' inputs (unit cube, unwarped).
-        mask: ``B x m``: 1 on the factor's rows, 0 on the padding.
-        rhs: ``B x m x 2``: the rows' outcomes and ones, zero on padding.
-    """
-
-    index: Tensor
-    leaf: Tensor
-    weight: Tensor
-    inputs: Tensor
-    mask: Tensor
-    rhs: Tensor
 
 
 class TreedGP(Model, GP):
@@ -205,43 +182,17 @@ class TreedGP(Model, GP):
 
     # ------------------------------------------------------------ structure
     def _set_factor_tables(self) -> None:
-        """The data of every pseudo-likelihood factor and of every leaf.
-
-        Factors are batched by size (:func:`~treebo.treed.partition.group_by_size`
-        with :data:`FACTOR_BATCH_COST`: few batches, little padding); each
-        group is one batch of Gaussian log-likelihoods. Each group also
-        keeps its (unwarped) inputs, its membership mask and its
-        right-hand sides ``[y * w, w]``, which every evaluation of the fit
-        would otherwise gather again.
-        """
-        part = self.partition
-        ancestors = part.ancestors()  # L x (D + 1)
-        members = part.members[ancestors.clamp(min=0)]  # L x (D+1) x n
-        valid = (ancestors >= 0).unsqueeze(-1)
-        below = torch.nn.functional.pad(members[:, :-1], (0, 0, 1, 0))
-        sets = members & ~below & valid  # L x (D+1) x n
-        leaf, level = (ancestors >= 0).nonzero(as_tuple=True)
-        masks = sets[leaf, level]  # F x n
-        group = group_by_size(masks.sum(dim=-1), FACTOR_BATCH_COST)
-        self.num_factor_groups = 0
-        for g in group.unique().tolist():  # one batch per group
-            sel = group == g
-            index, rows = padded_rows(masks[sel])
-            k = self.num_factor_groups
-            self.register_buffer(f"factor_index_{k}", index)
-            self.register_buffer(f"factor_leaf_{k}", leaf[sel])
-            self.register_buffer(
-                f"factor_weight_{k}", 2.0 / (1.0 + level[sel].double())
-            )
-            w = rows.to(self.train_inputs[0])
-            self.register_buffer(f"factor_inputs_{k}", self.train_inputs[0][index])
-            self.register_buffer(f"factor_mask_{k}", w)
-            self.register_buffer(
-                f"factor_rhs_{k}",
-                torch.stack([self.train_targets[index] * w, w], dim=-1),
-            )
-            self.num_factor_groups += 1
-        leaf_index, leaf_rows = padded_rows(part.leaf_members)
+        """Keep the pseudo-likelihood factors
+        (:func:`~treebo.treed.factors.build_factor_groups`) and each leaf's rows as
+        buffers, so that they follow the model's device and dtype."""
+        groups = build_factor_groups(
+            self.partition, *self.train_inputs, self.train_targets
+        )
+        self.num_factor_groups = len(groups)
+        for k, group in enumerate(groups):
+            for name, value in zip(FactorGroup._fields, group, strict=True):
+                self.register_buffer(f"factor_{name}_{k}", value)
+        leaf_index, leaf_rows = padded_rows(self.partition.leaf_members)
         self.register_buffer("leaf_data_index", leaf_index)
         self.register_buffer("leaf_data_rows", leaf_rows)
 

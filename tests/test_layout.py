@@ -1,0 +1,241 @@
+"""The package's layout: layers, import graph, module sizes, option counts, and
+the public names the docs list (and the BoTorch-style paths users rely on)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import importlib.util
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import treebo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Layers, lowest first: a module imports only from its own layer or below.
+LAYERS = {
+    "treebo._exports": 0,
+    "treebo.space": 0,
+    "treebo.gp": 1,
+    "treebo.optim": 1,
+    "treebo.strategies": 1,
+    "treebo.add_tree": 2,
+    "treebo.tree_additive": 2,
+    "treebo.treed": 2,
+    "treebo.loop": 3,
+    "treebo.integrations": 3,
+    "treebo.test_functions": 3,
+    "treebo.models": 4,
+    "treebo.kernels": 4,
+    "treebo.acquisition": 4,
+    "treebo": 5,
+}
+FAMILIES = ("treebo.add_tree", "treebo.tree_additive", "treebo.treed")
+MODULES = sorted(m.name for m in pkgutil.walk_packages(treebo.__path__, "treebo.")) + [
+    "treebo"
+]
+
+
+def layer_of(module: str) -> tuple[str, int]:
+    prefix = max(
+        (p for p in LAYERS if module == p or module.startswith(p + ".")), key=len
+    )
+    return prefix, LAYERS[prefix]
+
+
+def source_of(module: str) -> Path:
+    return Path(importlib.util.find_spec(module).origin)
+
+
+def is_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def imports_of(module: str) -> set[str]:
+    """The treebo modules ``module`` imports when it runs (``TYPE_CHECKING``
+    blocks excluded; ``from package import submodule`` counts the submodule)."""
+    tree = ast.parse(source_of(module).read_text())
+    skipped = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for n in ast.walk(node)
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("treebo")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "treebo"
+        ):
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if is_module(sub) else node.module)
+    return found - {module}
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def test_no_module_is_over_500_lines():
+    long = {
+        m: n for m in MODULES if (n := len(source_of(m).read_text().splitlines())) > 500
+    }
+    assert not long
+
+
+def test_imports_only_go_down_the_layers():
+    upward = [
+        (m, target)
+        for m, targets in GRAPH.items()
+        for target in targets
+        if layer_of(target)[1] > layer_of(m)[1]
+    ]
+    assert not upward
+
+
+def test_families_do_not_import_each_other():
+    crossing = [
+        (m, target)
+        for m, targets in GRAPH.items()
+        for target in targets
+        if layer_of(m)[0] in FAMILIES
+        and layer_of(target)[0] in FAMILIES
+        and layer_of(target)[0] != layer_of(m)[0]
+    ]
+    assert not crossing
+
+
+def test_there_is_no_import_circle():
+    state: dict[str, int] = {}
+
+    def visit(m: str, stack: list[str]) -> None:
+        state[m] = 1
+        for target in sorted(GRAPH.get(m, ())):
+            if state.get(target) == 1:
+                raise AssertionError(" -> ".join([*stack, m, target]))
+            if target not in state:
+                visit(target, [*stack, m])
+        state[m] = 2
+
+    for m in MODULES:
+        if m not in state:
+            visit(m, [])
+
+
+def test_the_one_upward_path_is_the_lazy_re_exports_of_the_core_facades():
+    # treebo.optim and treebo.strategies are shared core and also the
+    # BoTorch-style paths of family names: those load on first use, through
+    # the one upward import there is (importlib in treebo._exports).
+    users = {m for m in MODULES if "lazy_exports(" in source_of(m).read_text()} - {
+        "treebo._exports"
+    }
+    assert users == {"treebo.optim", "treebo.strategies"}
+    for m in users:
+        module = importlib.import_module(m)
+        for name in module.__all__:
+            home = getattr(getattr(module, name), "__module__", m)
+            assert layer_of(home)[1] >= layer_of(m)[1], (m, name, home)
+
+
+def _options_types():
+    for m in MODULES:
+        if m.endswith("__main__"):
+            continue
+        module = importlib.import_module(m)
+        for name, value in vars(module).items():
+            if (
+                name.endswith("Options")
+                and dataclasses.is_dataclass(value)
+                and value.__module__ == m
+            ):
+                yield value
+
+
+def test_options_objects_have_at_most_8_fields():
+    types = list(_options_types())
+    assert len(types) >= 6
+    assert {
+        t.__name__: len(dataclasses.fields(t))
+        for t in types
+        if len(dataclasses.fields(t)) > 8
+    } == {}
+
+
+def test_minimize_takes_at_most_12_arguments():
+    assert len(inspect.signature(treebo.minimize).parameters) <= 12
+
+
+def _resolve(path: str):
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(path)
+
+
+DOCUMENTED = sorted(
+    {
+        m.group(1)
+        for page in (ROOT / "docs" / "api").glob("*.md")
+        for m in re.finditer(r"^::: ([\w.]+)", page.read_text(), re.M)
+    }
+)
+
+
+@pytest.mark.parametrize("path", DOCUMENTED)
+def test_every_name_in_the_api_docs_imports_from_its_documented_path(path):
+    assert _resolve(path) is not None
+
+
+#: The BoTorch-style paths that users rely on (the package-level names of
+#: ``treebo.models``, ``kernels``, ``acquisition``, ``optim``, ``strategies``).
+STABLE_PATHS = {
+    "treebo.models": "AddTreeGP VertexPosterior fit_model loo_log_predictive "
+    "loo_log_densities noise_floor_likelihood noise_floor_likelihood_options "
+    "TreedGP WeightedPseudoLikelihood fit_treed_gp TreePartition build_partition "
+    "loo_prune TreeAdditiveGP ComponentPosterior GridPosterior learn_tree_structure",
+    "treebo.kernels": "AddTreeKernel AddTreeKernelOptions stationary_correlation "
+    "TreedLeafKernel leaf_base_kernel TreeAdditiveKernel",
+    "treebo.acquisition": "AddTreeUCB add_tree_beta TreeAdditiveUCB tree_additive_beta",
+    "treebo.optim": "optimize_acqf_tree optimize_add_tree_ucb "
+    "optimize_acqf_mixed_tree NeighbourTable TreeCandidate maximize_batched "
+    "local_refinement_candidate optimize_acqf_sobol optimize_acqf_zooming "
+    "message_passing_discrete",
+    "treebo.strategies": "AddTreeOptions AddTreeUCBOptions LocalStepOptions "
+    "AddTreeStrategy AddTreeUCBStrategy TreedOptions TreedStrategy "
+    "TreeAdditiveOptions TreeAdditiveStrategy Strategy Observations Proposal "
+    "register_strategy make_strategy",
+    "treebo.space": "TreeSpace Vertex Real Integer Categorical Choice "
+    "ConfigurationError TreeStructure",
+    "treebo.integrations.botorch": "space_from_hierarchical_dependencies",
+    "treebo": "TreeSpace TreeStructure TreeOptimizer minimize minimize_box",
+}
+
+
+@pytest.mark.parametrize("module", sorted(STABLE_PATHS))
+def test_the_botorch_style_paths_still_import(module):
+    imported = importlib.import_module(module)
+    for name in STABLE_PATHS[module].split():
+        value = getattr(imported, name)
+        assert name in imported.__all__
+        if hasattr(value, "__module__") and module != "treebo":
+            # a re-export is the family's own object, not a copy
+            home = importlib.import_module(value.__module__)
+            assert getattr(home, name) is value
