@@ -13,10 +13,10 @@ lets it finish. Then:
 
 Usage::
 
-    python benchmarks/fault_injection.py --kills 20 --runs 4 [--grace 0.005]
+    python -m benchmarks.fault_injection --kills 20 --runs 4 [--grace 0.005]
 
 prints the counts per mode and appends one JSON record per run to
-``--out`` (default ``benchmarks/out/fault_injection.jsonl``).
+``--out`` (default ``benchmarks/perf/records/fault_injection.jsonl``).
 """
 
 from __future__ import annotations
@@ -149,10 +149,12 @@ def main() -> None:
         help="seconds from an evaluation's return to the kill (returned mode)",
     )
     parser.add_argument(
-        "--out", type=Path, default=Path("benchmarks/out/fault_injection.jsonl")
+        "--out",
+        type=Path,
+        default=Path("benchmarks/perf/records/fault_injection.jsonl"),
     )
     parser.add_argument(
-        "--folder", type=Path, default=Path("benchmarks/out/fault_runs")
+        "--folder", type=Path, default=Path("benchmarks/perf/records/fault_runs")
     )
     args = parser.parse_args()
     if args.child is not None:

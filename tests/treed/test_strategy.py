@@ -54,9 +54,7 @@ def test_with_one_leaf_the_loop_converges_on_a_smooth_function():
 def test_a_resumed_treed_run_continues_exactly(tmp_path):
     path = tmp_path / "run.jsonl"
     opts = TreedOptions(num_points=1024)
-    full = minimize(
-        _objective, _space(), budget=12, seed=2, model=opts
-    )
+    full = minimize(_objective, _space(), budget=12, seed=2, model=opts)
     minimize(
         _objective,
         _space(),

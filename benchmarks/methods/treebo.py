@@ -1,0 +1,69 @@
+"""treebo's presets: named settings of the loop, run by ask and tell.
+
+===================  ==========================================================
+``treebo``           the default loop, ``minimize(...)``: LogEI on the Add-Tree
+                     GP with local refinement
+``treebo_global``    the same without local refinement
+                     (``AddTreeOptions(local=None)``)
+``treebo_ucb``       ``model="add_tree_ucb"``: Add-Tree-GP-UCB with the
+                     loop's local steps and redirects
+``treebo_ucb_paper`` Algorithm 2 of the Add-Tree paper
+                     (``AddTreeUCBOptions.paper()``)
+``tree_additive``    ``model="tree_additive"`` (real parameters only)
+``treed``            ``model="treed"``: HTBO (real parameters only)
+``treed_warp``       HTBO-WARP (``TreedOptions(warp=True)``)
+===================  ==========================================================
+
+A benchmark of a variant that is not a preset builds its own
+:class:`~treebo.strategies.Strategy` subclass and registers it here with
+:func:`register_preset`; the package has no switches for experiments.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from treebo import TreeOptimizer
+from treebo.add_tree import AddTreeOptions, AddTreeUCBOptions
+from treebo.treed import TreedOptions
+
+#: ``{name: () -> model}``: what ``TreeOptimizer(model=...)`` takes.
+PRESETS: dict[str, Callable[[], Any]] = {
+    "treebo": lambda: "add_tree",
+    "treebo_global": lambda: AddTreeOptions(local=None),
+    "treebo_ucb": lambda: "add_tree_ucb",
+    "treebo_ucb_paper": AddTreeUCBOptions.paper,
+    "tree_additive": lambda: "tree_additive",
+    "treed": lambda: "treed",
+    "treed_warp": lambda: TreedOptions(warp=True),
+}
+
+
+def register_preset(name: str, model: Callable[[], Any]) -> None:
+    """Add a preset: ``model()`` returns a name, options or a fresh Strategy."""
+    if name in PRESETS:
+        raise ValueError(f"preset {name!r} exists.")
+    PRESETS[name] = model
+
+
+def run_treebo(
+    preset: str, problem, design: list[dict], seed: int, budget: int
+) -> tuple[list[float], list[float]]:
+    """``(values, proposal_seconds)`` of the preset; its initial design is
+    ``design`` (treebo's own for the seed, shared by every method)."""
+    opt = TreeOptimizer(problem.space, seed=seed, model=PRESETS[preset]())
+    if opt.n_initial != len(design):
+        raise ValueError(f"{preset}: its design has {opt.n_initial} points.")
+    values: list[float] = []
+    seconds: list[float] = []
+    while len(values) < budget:
+        t0 = time.perf_counter()
+        params = opt.ask()
+        if len(opt.history) >= opt.n_initial:
+            seconds.append(time.perf_counter() - t0)
+        value = problem.objective(params)
+        opt.tell(params, value)
+        values.append(value)
+    return values, seconds

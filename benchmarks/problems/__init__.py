@@ -1,0 +1,52 @@
+"""The problem registry: ``PROBLEMS[name]()`` builds a fresh problem.
+
+A problem has a ``space`` (:class:`~treebo.TreeSpace`), an ``objective(params)``
+to minimize and an ``optimal_value`` (``None`` where unknown, e.g. a
+cross-validated error). Validation problems also have ``true_value``,
+``root_choice`` and ``best_branch`` (for the wrong-branch counts) and
+``reseed(seed)`` (their noise). Definitions and published numbers:
+``../shared/REFERENCE.md``.
+
+=================  ==========================================================
+``p1a``, ``p1b``   Jenatton et al. as in the Add-Tree paper and as in Ax
+``p2``             balanced depth-4 tree (15 vertices, 8 leaves)
+``v_*``            validation suite: other tree shapes (:mod:`.validation`)
+``flags12``,       tuning-shaped spaces: flags, integers, categoricals
+``recipe_*``       (:mod:`.tuning`)
+``p9_*``           model selection by 3-fold CV error (scikit-learn, real data)
+``rkhs``, ``exp2d`` non-stationary functions (P6, P7; :mod:`.nonstationary`)
+=================  ==========================================================
+
+The high-dimensional problems (P4, P5) are tensor objectives with their own
+runner: :mod:`benchmarks.high_dim`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from treebo.test_functions import GeneralizedJenatton, Jenatton, ModelSelection
+
+from .nonstationary import NONSTATIONARY_PROBLEMS
+from .tuning import TUNING_PROBLEMS
+from .validation import VALIDATION_PROBLEMS
+
+PROBLEMS: dict[str, Callable[[], Any]] = {
+    "p1a": lambda: Jenatton("paper"),
+    "p1b": lambda: Jenatton("ax"),
+    "p2": lambda: GeneralizedJenatton(depth=4, balanced=True),
+    **VALIDATION_PROBLEMS,
+    **TUNING_PROBLEMS,
+    **NONSTATIONARY_PROBLEMS,
+    # The folds are fixed (seed 0) so that every run optimizes one function.
+    "p9_digits": lambda: ModelSelection("digits", seed=0),
+    "p9_cancer": lambda: ModelSelection("breast_cancer", seed=0),
+}
+
+
+def make_problem(name: str) -> Any:
+    """A fresh instance of the registered problem ``name``."""
+    if name not in PROBLEMS:
+        raise ValueError(f"problem must be one of {sorted(PROBLEMS)}, got {name!r}.")
+    return PROBLEMS[name]()

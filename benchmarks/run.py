@@ -1,0 +1,53 @@
+"""Run a suite's missing records: ``python -m benchmarks.run SUITE``.
+
+Examples::
+
+    python -m benchmarks.run conditional                  # every missing run
+    python -m benchmarks.run conditional --methods treebo --seeds 0-4
+    python -m benchmarks.run validation --out /tmp/check.jsonl
+
+Each finished run is appended to ``benchmarks/records/SUITE.jsonl`` (or
+``--out``) at once; a run already there is skipped, so a suite can be stopped
+and resumed. BoTorch peers save their progress under ``--checkpoint``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import torch
+
+from .harness import run, run_missing
+from .stats import parse_seeds
+from .suites import SUITES
+
+RECORDS = Path(__file__).parent / "records"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    own = sorted(k for k, v in SUITES.items() if v.runner == "benchmarks.run")
+    parser.add_argument("suite", choices=own)
+    parser.add_argument("--problems", help="comma-separated (default: the suite's)")
+    parser.add_argument("--methods", help="comma-separated (default: the suite's)")
+    parser.add_argument("--seeds", help="e.g. 0-9 or 0-4,7 (default: the suite's)")
+    parser.add_argument("--budget", type=int, help="default: the suite's")
+    parser.add_argument("--out", type=Path, help="default: records/SUITE.jsonl")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--checkpoint", type=Path, help="folder for slow peers")
+    args = parser.parse_args(argv)
+    suite = SUITES[args.suite]
+    torch.set_num_threads(args.threads)
+    run_missing(
+        args.out or RECORDS / f"{args.suite}.jsonl",
+        args.problems.split(",") if args.problems else list(suite.problems),
+        args.methods.split(",") if args.methods else list(suite.methods),
+        sorted(parse_seeds(args.seeds)) if args.seeds else list(suite.seeds),
+        args.budget or suite.budget,
+        lambda p, m, s, b: run(p, m, s, b, args.checkpoint),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""The suites: which problems, methods, seeds and budget each table measures.
+
+``python -m benchmarks.run SUITE`` runs a suite's missing records into
+``benchmarks/records/SUITE.jsonl``; ``python -m benchmarks.report`` turns the
+records into ``RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A table of ``RESULTS.md`` and the runs behind it.
+
+    Attributes:
+        title: The table's heading.
+        about: What the table measures (a sentence or two).
+        problems: Problem names (:mod:`benchmarks.problems`).
+        methods: Method names (:mod:`benchmarks.methods`), treebo's first.
+        seeds: The seeds of the table.
+        budget: Evaluations per run.
+        checkpoints: The evaluation counts the table reports.
+        runner: The module that runs it (``python -m RUNNER``).
+    """
+
+    title: str
+    about: str
+    problems: tuple[str, ...]
+    methods: tuple[str, ...]
+    seeds: tuple[int, ...]
+    budget: int
+    checkpoints: tuple[int, ...]
+    runner: str = "benchmarks.run"
+
+
+TEN = tuple(range(10))
+SUITES: dict[str, Suite] = {
+    "conditional": Suite(
+        "Conditional spaces: P1(a), P1(b), P2",
+        "Jenatton et al. as in the Add-Tree paper (P1(a)) and as in Ax (P1(b)), "
+        "and the balanced depth-4 tree of 8 leaves (P2); log10 regret.",
+        ("p1a", "p1b", "p2"),
+        ("treebo", "hck_logei", "flat_logei", "optuna_tpe", "random"),
+        TEN,
+        50,
+        (25, 50),
+    ),
+    "validation": Suite(
+        "Validation suite: other tree shapes",
+        "Flags, kinks, noise, shared parameters and an unbalanced tree "
+        "(``benchmarks/problems/validation.py``); log10 regret of the "
+        "noise-free value.",
+        ("v_flags", "v_kinks", "v_noisy", "v_shared", "v_unbalanced"),
+        ("treebo", "flat_logei", "random"),
+        TEN,
+        50,
+        (25, 50),
+    ),
+    "tuning": Suite(
+        "Training recipes: flags, integers, categoricals",
+        "Tuning-shaped spaces (``benchmarks/problems/tuning.py``); log10 regret.",
+        ("recipe_a", "recipe_b"),
+        ("treebo", "flat_alt", "optuna_tpe", "random"),
+        TEN,
+        50,
+        (25, 50),
+    ),
+    "model_selection": Suite(
+        "Model selection by cross-validation (P9, real data)",
+        "Five scikit-learn model families with their hyper-parameters and a "
+        "preprocessing choice, scored by 3-fold CV error on digits and "
+        "breast_cancer; the best CV error so far (the optimum is unknown).",
+        ("p9_digits", "p9_cancer"),
+        ("treebo", "ax_default", "smac", "optuna_tpe", "flat_alt", "random"),
+        TEN,
+        60,
+        (30, 60),
+    ),
+    "nonstationary": Suite(
+        "Non-stationary functions: P6 RKHS, P7 2-D Exp",
+        "The treed GP (HTBO) against stationary GPs; log10 regret.",
+        ("rkhs", "exp2d"),
+        ("treed", "treed_warp", "flat_logei", "flat_warp"),
+        tuple(range(20)),
+        50,
+        (25, 50),
+    ),
+    "high_dim": Suite(
+        "High-dimensional functions: P4, P5",
+        "Additive functions over a graph (P4) and standard functions with "
+        "known or no structure (P5), d = 10 to 250; the tree-additive GP "
+        "against vanilla BoTorch and random search; log10 regret.",
+        (
+            "star10",
+            "star25",
+            "partition12",
+            "grid3x3",
+            "ancestry132",
+            "hartmann6_20",
+            "rosenbrock20",
+            "styblinski250",
+        ),
+        ("tree_additive", "random_tree", "vanilla", "random"),
+        TEN,
+        300,
+        (100, 300),
+        runner="benchmarks.high_dim",
+    ),
+}
