@@ -171,7 +171,60 @@ def plot_suite(suite: Suite, runs: dict, path: Path) -> bool:
     return True
 
 
-def report(records_dir: Path, plots_dir: Path | None) -> str:
+#: ``(file in perf/records, heading, command, table function)``.
+TIMINGS = (
+    (
+        "flag_scaling",
+        "Seconds per proposal against the number of paths",
+        "python -m benchmarks.perf.flag_scaling",
+        "flag_scaling",
+    ),
+    (
+        "tree_additive_scaling",
+        "Tree-additive GP: seconds per iteration at n = 300",
+        "python -m benchmarks.perf.tree_additive_scaling",
+        "tree_additive_scaling",
+    ),
+    (
+        "parallel_workers",
+        "Parallel workers on a slow objective (P1(a))",
+        "python -m benchmarks.perf.parallel_workers",
+        None,
+    ),
+    (
+        "fault_injection",
+        "Killed runs resumed from their checkpoint",
+        "python -m benchmarks.fault_injection",
+        "fault_injection",
+    ),
+)
+
+
+def timings(perf_dir: Path) -> list[str]:
+    """The sections of the timing and robustness records."""
+    from .perf import tables
+    from .perf.parallel_workers import table as workers_table
+
+    parts = []
+    for name, heading, command, function in TIMINGS:
+        records = load_records([perf_dir / f"{name}.jsonl"])
+        if not records:
+            continue
+        render = workers_table if function is None else getattr(tables, function)
+        parts += [
+            f"## {heading}",
+            "",
+            f"`{command}` (records: `benchmarks/perf/records/{name}.jsonl`).",
+            "",
+            render(records),
+            "",
+        ]
+    return parts
+
+
+def report(
+    records_dir: Path, plots_dir: Path | None, perf_dir: Path | None = None
+) -> str:
     """The text of ``RESULTS.md`` for the records in ``records_dir``."""
     parts = [HEADER.format(date=time.strftime("%Y-%m-%d"))]
     for name, suite in SUITES.items():
@@ -200,6 +253,8 @@ def report(records_dir: Path, plots_dir: Path | None) -> str:
         ]
         if plots_dir is not None and plot_suite(suite, runs, plots_dir / f"{name}.png"):
             parts += [f"![{suite.title}](plots/{name}.png)", ""]
+    if perf_dir is not None:
+        parts += timings(perf_dir)
     return "\n".join(parts)
 
 
@@ -208,9 +263,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--records", type=Path, default=HERE / "records")
     parser.add_argument("--out", type=Path, default=HERE / "RESULTS.md")
     parser.add_argument("--plots", type=Path, default=HERE / "plots")
+    parser.add_argument("--perf", type=Path, default=HERE / "perf" / "records")
     parser.add_argument("--no-plots", action="store_true")
     args = parser.parse_args(argv)
-    text = report(args.records, None if args.no_plots else args.plots)
+    text = report(args.records, None if args.no_plots else args.plots, args.perf)
     args.out.write_text(text)
     print(f"wrote {args.out}")
 

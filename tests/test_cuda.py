@@ -24,17 +24,53 @@ def test_kernel_on_cuda_equals_cpu():
 
 
 @cuda
-def test_loop_runs_on_cuda():
+@pytest.mark.parametrize("strategy", ["add_tree", "add_tree_ucb"])
+def test_loop_runs_on_cuda(strategy):
     from treebo import TreeOptimizer
+    from treebo.add_tree import AddTreeStrategy, AddTreeUCBStrategy
 
     problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, device="cuda")
+    cls = AddTreeStrategy if strategy == "add_tree" else AddTreeUCBStrategy
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, model=cls(device="cuda"))
     for _ in range(7):
         params = opt.ask()
         problem.space.validate(params)
         opt.tell(params, problem.objective(params))
     assert opt.last_model.train_inputs[0].device.type == "cuda"
     assert len(opt.history) == 7
+
+
+@cuda
+def test_a_model_shares_the_spaces_structure_on_cuda():
+    from treebo.models import AddTreeGP
+
+    problem = Jenatton()
+    X = problem.space.sample(12, seed=0)
+    Y = problem(X).unsqueeze(-1)
+    cpu = AddTreeGP(X, Y, problem.space.tree).eval()
+    gpu = AddTreeGP(X.cuda(), Y.cuda(), problem.space.tree).cuda().eval()
+    assert gpu.covar_module.tree is problem.space.tree is cpu.covar_module.tree
+    Xq = problem.space.sample(5, seed=1)
+    with torch.no_grad():
+        a, b = gpu.posterior(Xq.cuda()), cpu.posterior(Xq)
+    torch.testing.assert_close(a.mean.cpu(), b.mean)
+    torch.testing.assert_close(a.variance.cpu(), b.variance)
+
+
+@cuda
+@pytest.mark.parametrize("model", ["tree_additive", "treed"])
+def test_real_space_strategies_run_on_cuda(model):
+    from treebo import Real, TreeOptimizer, TreeSpace, Vertex
+    from treebo.strategies import make_strategy
+
+    space = TreeSpace(Vertex([Real(f"x{i}", 0.0, 1.0) for i in range(3)]))
+    strategy = type(make_strategy(model))(device="cuda")
+    opt = TreeOptimizer(space, seed=0, n_initial=6, model=strategy)
+    for _ in range(9):
+        params = opt.ask()
+        opt.tell(params, sum((v - 0.3) ** 2 for v in params.values()))
+    assert [t.kind for t in opt.history][6:] == ["bo"] * 3
+    assert opt.strategy.last_model.train_inputs[0].device.type == "cuda"
 
 
 @cuda

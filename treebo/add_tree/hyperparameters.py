@@ -29,10 +29,11 @@ import math
 
 import torch
 from gpytorch.constraints import GreaterThan, Interval
-from gpytorch.priors import LogNormalPrior, Prior
+from gpytorch.priors import Prior
 from torch import Tensor
 
 from treebo.add_tree.sharing import first_of_groups, fold_prior_sample
+from treebo.gp.priors import LogNormalPrior
 
 
 def log_normal_prior(loc: float, scale: float) -> LogNormalPrior:

@@ -31,15 +31,12 @@ The default acquisition is an upper confidence bound with a small weight,
 step exploits the local model's prediction and explores only where it is
 unsure near that prediction. ``LogExpectedImprovement`` explores more: in a
 box whose corners hold no data it prefers those corners (their posterior
-variance is the prior's), so on the Jenatton problem its steps kept landing
-on the box's edge. Exploring steps still help the box shrink onto the optimum,
-so the loop's local steps alternate the two by default
-(:class:`~treebo.strategies.LocalStepOptions`; the measurements are in
-``benchmarks/RESULTS_ARCHIVE.md``). The local noise
-floor (default :math:`10^{-8}` of the neighbourhood's standardized variance)
-bounds how finely a step can resolve the values near the incumbent; with
-:math:`10^{-6}`, 24 UCB steps from 8 P1(a) histories of 16 evaluations reached
-a median log10 regret of -9.8, against -11.8 with :math:`10^{-8}`.
+variance is the prior's), so its steps tend to land on the box's edge.
+Exploring steps still help the box shrink onto the optimum, so the loop's
+local steps alternate the two by default
+(:class:`~treebo.add_tree.LocalStepOptions`). The local noise floor (default
+:math:`10^{-8}` of the neighbourhood's standardized variance) bounds how
+finely a step can resolve the values near the incumbent.
 
 With ``prior_mean`` (the global model's posterior mean :math:`m`), the local
 model fits the residuals :math:`y - m(x)` instead of :math:`y`, and the

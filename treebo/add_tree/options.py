@@ -1,7 +1,7 @@
 """Typed settings of the Add-Tree strategies.
 
 Each strategy has one frozen options object whose defaults are the settings
-that measured best for it (``benchmarks/RESULTS.md``); two strategies that
+that measured best for it (docs/design.md); two strategies that
 differ in a default say so in their own types (:class:`AddTreeOptions` and
 :class:`AddTreeUCBOptions`), never through a value that depends on another.
 """

@@ -14,9 +14,8 @@ Williams 2006, Sec. 5.4.2),
     \mu_i = y_i - [K^{-1} y]_i \, \sigma_i^2,
 
 scores hyper-parameters by how well each point is predicted from the others,
-which is what a regression or BO surrogate is used for. On the P3 benchmark
-(``benchmarks/RESULTS.md``) it lowers :class:`~treebo.models.AddTreeGP`'s test
-error by two orders of magnitude at 24 points.
+which is what a regression or BO surrogate is used for; on few points it can
+predict far better than the marginal likelihood's hyper-parameters.
 """
 
 from __future__ import annotations
@@ -95,9 +94,7 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
             ``"mll"`` below ``MIN_POINTS_FOR_LOO`` training points). Both add the
             log densities of the model's priors. ``"loo"`` leaves a constant
             mean weakly determined (a smooth component can absorb offsets), so
-            predictions far from the data can drift: on P3 its median error
-            is far lower than ``"mll"``'s, but its worst seeds are worse
-            (``benchmarks/RESULTS.md``).
+            predictions far from the data can drift.
         **fit_kwargs: Passed to :func:`botorch.fit.fit_gpytorch_mll` (e.g.
             ``optimizer_kwargs``); its retries with fresh draws from the priors
             apply to both criteria.

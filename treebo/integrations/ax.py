@@ -40,9 +40,9 @@ _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
 #: The kernel options of treebo's loop
 #: (:data:`~treebo.add_tree.kernel_options.LOOP_KERNEL_OPTIONS`) as ``AddTreeGP``
 #: keyword arguments: the default ``model_options`` of
-#: :func:`add_tree_generation_strategy`. Inside Ax they found the optimal branch
-#: more often than ``AddTreeGP``'s own defaults (``benchmarks/ax_settings.py``).
-#: With ``noise_floor=1e-6`` the strategy's model is the loop's.
+#: :func:`add_tree_generation_strategy`: sharing by depth lets an unexplored
+#: branch borrow its siblings' scales (docs/design.md). With
+#: ``noise_floor=1e-6`` the strategy's model is the loop's.
 LOOP_MODEL_OPTIONS: dict[str, Any] = LOOP_KERNEL_OPTIONS.as_kwargs()
 
 

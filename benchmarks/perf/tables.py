@@ -1,0 +1,68 @@
+"""Markdown tables of the timing and robustness records in ``perf/records/``.
+
+Each function takes the records of one script and returns its table; ratios
+compare numbers of one record (one run, one machine).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+
+def flag_scaling(records: list[dict]) -> str:
+    """Seconds per proposal against the number of flags (2^k paths)."""
+    lines = [
+        "| flags k | paths | flags activate parameters | treebo s | flat GP s "
+        "| flat / treebo | machine, date |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(records, key=lambda r: (r["activating"], r["k"])):
+        lines.append(
+            f"| {r['k']} | {r['paths']:,} | {'yes' if r['activating'] else 'no'} "
+            f"| {r['treebo']:.2f} | {r['flat_alt']:.2f} "
+            f"| {r['flat_alt'] / r['treebo']:.2f}x | {r['machine']}, {r['date']} |"
+        )
+    return "\n".join(lines)
+
+
+def tree_additive_scaling(records: list[dict]) -> str:
+    """Seconds per iteration of the tree-additive strategy and vanilla BoTorch."""
+    lines = [
+        "| d | n | refit every | tree_additive s/iteration | vanilla BoTorch s "
+        "| vanilla / tree_additive | machine, date |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(records, key=lambda r: (r["refit_interval"], r["d"])):
+        if "d" not in r or "per_iteration" not in r:
+            continue
+        vanilla = r.get("vanilla")
+        cells = (
+            ("-", "-")
+            if vanilla is None
+            else (f"{vanilla:.2f}", f"{vanilla / r['per_iteration']:.1f}x")
+        )
+        lines.append(
+            f"| {r['d']} | {r['n']} | {r['refit_interval']} "
+            f"| {r['per_iteration']:.2f} | {cells[0]} | {cells[1]} "
+            f"| {r['machine']}, {r['date']} |"
+        )
+    return "\n".join(lines)
+
+
+def fault_injection(records: list[dict]) -> str:
+    """Killed runs: evaluations lost or repeated on resumption."""
+    by = defaultdict(list)
+    for r in records:
+        by[r["mode"]].append(r)
+    lines = [
+        "| kill moment | runs | kills | evaluations told | lost | repeated | date |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for mode, rs in sorted(by.items()):
+        dates = sorted({r["date"] for r in rs})
+        lines.append(
+            f"| {mode} | {len(rs)} | {sum(r['kills'] for r in rs)} "
+            f"| {sum(r['told'] for r in rs)} | {sum(r['lost'] for r in rs)} "
+            f"| {sum(r['repeated'] for r in rs)} | {', '.join(dates)} |"
+        )
+    return "\n".join(lines)
