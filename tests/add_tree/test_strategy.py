@@ -8,14 +8,12 @@ import pytest
 import torch
 
 import treebo.add_tree.strategy as add_tree
-from treebo import TreeOptimizer
 from treebo.kernels import AddTreeKernelOptions
 from treebo.optim.tree_optimize import TreeCandidate
 from treebo.strategies import (
     AddTreeOptions,
     AddTreeStrategy,
     AddTreeUCBOptions,
-    LocalStepOptions,
     Observations,
 )
 from treebo.strategies.fitting import WarmStartFit
@@ -82,65 +80,6 @@ def test_a_resolved_basin_sends_the_proposal_to_the_best_other_path(rigged):
     strategy.options = dataclasses.replace(strategy.options, basin_patience=None)
     proposal = strategy.propose(obs)
     assert proposal.kind == "bo" and torch.equal(proposal.candidate, rows[1])
-
-
-def test_options_are_checked_and_name_the_parameter():
-    with pytest.raises(ValueError, match="noise_floor"):
-        AddTreeOptions(noise_floor=0.0)
-    with pytest.raises(ValueError, match="num_restarts"):
-        AddTreeOptions(num_restarts=0)
-    with pytest.raises(TypeError, match="kernel must be AddTreeKernelOptions"):
-        AddTreeOptions(kernel={"vertex_bias": "all"})
-    with pytest.raises(TypeError, match="local must be LocalStepOptions"):
-        AddTreeOptions(local=True)
-    with pytest.raises(ValueError, match="path_selection"):
-        AddTreeUCBOptions(path_selection="max")
-    with pytest.raises(ValueError, match="basin_patience"):
-        AddTreeUCBOptions(basin_patience=0)
-    with pytest.raises(ValueError, match="inherit_ancestors"):
-        AddTreeUCBOptions(kernel=AddTreeKernelOptions(inherit_ancestors=True))
-    with pytest.raises(TypeError, match="alternative_kernels must be None or a tuple"):
-        AddTreeOptions(alternative_kernels=AddTreeKernelOptions())
-    with pytest.raises(TypeError, match="alternative_kernels must be None or a tuple"):
-        AddTreeOptions(alternative_kernels=({"vertex_bias": "all"},))
-    interacting = AddTreeKernelOptions(ancestor_interactions=True)
-    with pytest.raises(ValueError, match="kernel: ancestor_interactions"):
-        AddTreeUCBOptions(kernel=interacting)
-    with pytest.raises(ValueError, match="inherit_ancestors must be a bool"):
-        AddTreeKernelOptions(inherit_ancestors="yes")
-    with pytest.raises(ValueError, match="acquisitions must be one of"):
-        LocalStepOptions(acquisitions=("ei",))
-    with pytest.raises(ValueError, match="beta must be a finite number"):
-        LocalStepOptions(beta=-1.0)
-    with pytest.raises(ValueError, match="mean must be one of"):
-        LocalStepOptions(mean="global")
-    with pytest.raises(ValueError, match="radius"):
-        LocalStepOptions(radius=0.0)
-    with pytest.raises(ValueError, match="vertex_bias"):
-        AddTreeKernelOptions(vertex_bias="leaves")
-    with pytest.raises(ValueError, match="share_outputscales"):
-        AddTreeKernelOptions(share_outputscales="siblings")
-    # Each strategy's defaults are its own type's.
-    assert AddTreeOptions().kernel.vertex_bias == "all"
-    assert AddTreeUCBOptions().kernel.vertex_bias == "none"
-    assert AddTreeUCBOptions().local.mean == "constant"
-
-
-def test_warm_start_state_round_trips_exactly_through_json():
-    import json
-
-    problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0)
-    for _ in range(opt.n_initial + 1):
-        params = opt.ask()
-        opt.tell(params, problem.objective(params))
-    fitter = opt.strategy.fitter
-    state = json.loads(json.dumps(fitter.state_dict()))
-    copy = WarmStartFit()
-    copy.load_state_dict(state)
-    assert fitter.state.keys() == copy.state.keys()
-    for name, value in fitter.state.items():
-        assert torch.equal(copy.state[name], value), name
 
 
 INTERACTING = dataclasses.replace(AddTreeOptions().kernel, ancestor_interactions=True)

@@ -1,0 +1,74 @@
+"""The Add-Tree strategies' options: checks that name the parameter, presets."""
+
+from __future__ import annotations
+
+import pytest
+
+from treebo.kernels import AddTreeKernelOptions
+from treebo.strategies import (
+    AddTreeOptions,
+    AddTreeUCBOptions,
+    LocalStepOptions,
+)
+
+
+def test_options_are_checked_and_name_the_parameter():
+    with pytest.raises(ValueError, match="noise_floor"):
+        AddTreeOptions(noise_floor=0.0)
+    with pytest.raises(ValueError, match="num_restarts"):
+        AddTreeOptions(num_restarts=0)
+    with pytest.raises(TypeError, match="kernel must be AddTreeKernelOptions"):
+        AddTreeOptions(kernel={"vertex_bias": "all"})
+    with pytest.raises(TypeError, match="local must be LocalStepOptions"):
+        AddTreeOptions(local=True)
+    with pytest.raises(ValueError, match="path_selection"):
+        AddTreeUCBOptions(path_selection="max")
+    with pytest.raises(ValueError, match="basin_patience"):
+        AddTreeUCBOptions(basin_patience=0)
+    with pytest.raises(ValueError, match="inherit_ancestors"):
+        AddTreeUCBOptions(kernel=AddTreeKernelOptions(inherit_ancestors=True))
+    with pytest.raises(TypeError, match="alternative_kernels must be None or a tuple"):
+        AddTreeOptions(alternative_kernels=AddTreeKernelOptions())
+    with pytest.raises(TypeError, match="alternative_kernels must be None or a tuple"):
+        AddTreeOptions(alternative_kernels=({"vertex_bias": "all"},))
+    interacting = AddTreeKernelOptions(ancestor_interactions=True)
+    with pytest.raises(ValueError, match="kernel: ancestor_interactions"):
+        AddTreeUCBOptions(kernel=interacting)
+    with pytest.raises(ValueError, match="inherit_ancestors must be a bool"):
+        AddTreeKernelOptions(inherit_ancestors="yes")
+    with pytest.raises(ValueError, match="acquisitions must be one of"):
+        LocalStepOptions(acquisitions=("ei",))
+    with pytest.raises(ValueError, match="beta must be a finite number"):
+        LocalStepOptions(beta=-1.0)
+    with pytest.raises(ValueError, match="mean must be one of"):
+        LocalStepOptions(mean="global")
+    with pytest.raises(ValueError, match="radius"):
+        LocalStepOptions(radius=0.0)
+    with pytest.raises(ValueError, match="vertex_bias"):
+        AddTreeKernelOptions(vertex_bias="leaves")
+    with pytest.raises(ValueError, match="share_outputscales"):
+        AddTreeKernelOptions(share_outputscales="siblings")
+    # Each strategy's defaults are its own type's.
+    assert AddTreeOptions().kernel.vertex_bias == "all"
+    assert AddTreeUCBOptions().kernel.vertex_bias == "none"
+    assert AddTreeUCBOptions().local.mean == "constant"
+
+
+def test_the_paper_preset_is_algorithm_2():
+    paper = AddTreeUCBOptions.paper()
+    assert paper.path_selection == "sum" and paper.basin_patience is None
+    assert paper.local.patience == 0 and paper.local.mean == "constant"
+    assert AddTreeUCBOptions.paper(num_restarts=3).num_restarts == 3
+    assert AddTreeUCBOptions().path_selection == "joint"  # the loop's default
+    assert AddTreeUCBOptions().alternatives() == ()
+
+
+def test_the_default_alternative_adds_interaction_terms_to_the_kernel():
+    (alternative,) = AddTreeOptions().alternatives()
+    assert alternative.ancestor_interactions
+    assert alternative == AddTreeOptions().kernel.__class__(
+        **{**AddTreeOptions().kernel.as_kwargs(), "ancestor_interactions": True}
+    )
+    assert AddTreeOptions(alternative_kernels=()).alternatives() == ()
+    folded = AddTreeKernelOptions(inherit_ancestors=True)
+    assert AddTreeOptions(kernel=folded).alternatives() == ()

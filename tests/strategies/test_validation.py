@@ -1,0 +1,23 @@
+import math
+
+import pytest
+
+from treebo.strategies.validation import check_count, check_positive
+
+
+@pytest.mark.parametrize("value", [0.0, -1.0, math.inf, math.nan, True, "1"])
+def test_check_positive_refuses_naming_the_option(value):
+    with pytest.raises(ValueError, match="noise_floor must be a finite number > 0"):
+        check_positive(value, "noise_floor")
+
+
+@pytest.mark.parametrize("value", [0, 1.5, True, "3"])
+def test_check_count_refuses_naming_the_option(value):
+    with pytest.raises(ValueError, match="num_restarts must be an integer >= 1"):
+        check_count(value, "num_restarts", 1)
+
+
+def test_valid_values_pass():
+    check_positive(1e-9, "x")
+    check_positive(3, "x")
+    check_count(0, "x", 0)
