@@ -7,8 +7,6 @@ import random
 import pytest
 import torch
 
-torch.set_default_dtype(torch.float64)
-
 
 def random_tree(
     seed: int,
@@ -51,7 +49,7 @@ def random_tree(
 def random_points(d: int, deps: dict, n: int, seed: int) -> torch.Tensor:
     """Random points whose choice columns take valid values (unit-cube values)."""
     g = torch.Generator().manual_seed(seed)
-    X = torch.rand(n, d, generator=g)
+    X = torch.rand(n, d, generator=g, dtype=torch.float64)
     for col, branches in deps.items():
         values = torch.tensor(list(branches), dtype=torch.float64)
         X[:, col] = values[torch.randint(len(values), (n,), generator=g)]

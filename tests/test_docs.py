@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 import treebo
 
@@ -23,6 +24,7 @@ MODULES = sorted(
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    torch.manual_seed(0)  # examples that draw data draw the same data
     module = importlib.import_module(name)
     tests = [t for t in doctest.DocTestFinder().find(module, name) if t.examples]
     runner = doctest.DocTestRunner(

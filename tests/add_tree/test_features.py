@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.add_tree.test_kernel import gradcheck_parameters, randomize
+from tests.add_tree.test_kernel import float64_kernel, gradcheck_parameters, randomize
 from treebo import Categorical, Choice, Integer, Real, TreeSpace, Vertex
 from treebo.kernels import AddTreeKernel, stationary_correlation
 
@@ -42,7 +42,7 @@ def brute_force(kernel: AddTreeKernel, space: TreeSpace, X1, X2) -> torch.Tensor
     offset = kernel.effective_offset().detach()
     categorical = space.categorical_values
     active1, active2 = tree.vertex_activity(X1), tree.vertex_activity(X2)
-    K = torch.zeros(X1.shape[0], X2.shape[0])
+    K = torch.zeros(X1.shape[0], X2.shape[0], dtype=torch.float64)
     for i in range(X1.shape[0]):
         for j in range(X2.shape[0]):
             for v in tree.vertices:
@@ -51,7 +51,7 @@ def brute_force(kernel: AddTreeKernel, space: TreeSpace, X1, X2) -> torch.Tensor
                 K[i, j] += offset[v.index]
                 if not v.continuous_columns:
                     continue
-                r2 = torch.zeros(())
+                r2 = torch.zeros((), dtype=torch.float64)
                 for slot, c in enumerate(v.continuous_columns):
                     ell = ls[v.index, slot]
                     if c in categorical:
@@ -69,7 +69,7 @@ def test_kernel_with_categoricals_and_shared_parameters_matches_its_definition(
     base_kernel,
 ):
     space = svm_like_space()
-    kernel = AddTreeKernel(
+    kernel = float64_kernel(
         space.dim,
         space.to_hierarchical_dependencies(),
         base_kernel=base_kernel,
@@ -114,7 +114,7 @@ def test_kernel_with_categoricals_and_shared_parameters_matches_its_definition(
 
 def test_kernel_with_categoricals_is_psd_and_differentiable():
     space = svm_like_space()
-    kernel = AddTreeKernel(
+    kernel = float64_kernel(
         space.dim,
         space.to_hierarchical_dependencies(),
         share_lengthscales="depth",
@@ -140,7 +140,7 @@ def test_a_categorical_column_must_be_a_parameter_column():
     space = svm_like_space()
     kernel_col = space.columns["kernel"].column
     with pytest.raises(ValueError, match=f"column {kernel_col} is not a parameter"):
-        AddTreeKernel(
+        float64_kernel(
             space.dim,
             space.to_hierarchical_dependencies(),
             categorical_values={kernel_col: [0.0, 1.0, 2.0]},

@@ -12,6 +12,11 @@ from treebo.space.structure import TreeStructure
 from treebo.test_functions import Jenatton
 
 
+def float64_kernel(*args, **kwargs) -> AddTreeKernel:
+    """An ``AddTreeKernel`` in float64, as the models and the loop use it."""
+    return AddTreeKernel(*args, **kwargs).double()
+
+
 def _on(tree: TreeStructure, v: int, x: torch.Tensor) -> bool:
     return all(
         any(abs(x[c] - val) < 1e-9 for val in values)
@@ -45,7 +50,7 @@ def brute_force_shared_gram(kernel: AddTreeKernel, X1, X2) -> torch.Tensor:
     tree = kernel.tree
     tau = kernel.slot_outputscale.detach()
     with_params = [v.index for v in tree.vertices if v.continuous_columns]
-    K = torch.zeros(X1.shape[0], X2.shape[0])
+    K = torch.zeros(X1.shape[0], X2.shape[0], dtype=torch.float64)
     for i in range(X1.shape[0]):
         for j in range(X2.shape[0]):
             for u in with_params:
@@ -67,7 +72,7 @@ def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
     tree = kernel.tree
     ls, scale = kernel.lengthscale.detach(), kernel.effective_outputscale().detach()
     offset = kernel.effective_offset().detach()
-    K = torch.zeros(X1.shape[0], X2.shape[0])
+    K = torch.zeros(X1.shape[0], X2.shape[0], dtype=torch.float64)
     if kernel.shared_component:
         K += brute_force_shared_gram(kernel, X1, X2)
     for i in range(X1.shape[0]):
@@ -113,20 +118,28 @@ def gradcheck_parameters(kernel: AddTreeKernel, names, X1, X2) -> bool:
 
 def randomize(kernel: AddTreeKernel, seed: int) -> None:
     g = torch.Generator().manual_seed(seed)
-    kernel.lengthscale = 0.2 + torch.rand(kernel.lengthscale.shape, generator=g)
-    kernel.outputscale = 0.1 + torch.rand(kernel.outputscale.shape, generator=g)
+    kernel.lengthscale = 0.2 + torch.rand(
+        kernel.lengthscale.shape, generator=g, dtype=torch.float64
+    )
+    kernel.outputscale = 0.1 + torch.rand(
+        kernel.outputscale.shape, generator=g, dtype=torch.float64
+    )
     if kernel.vertex_bias != "none":
-        kernel.vertex_offset = 0.1 + torch.rand(kernel.outputscale.shape, generator=g)
+        kernel.vertex_offset = 0.1 + torch.rand(
+            kernel.outputscale.shape, generator=g, dtype=torch.float64
+        )
     if kernel.shared_component:
         shape = kernel.slot_outputscale.shape
-        kernel.slot_outputscale = 0.1 + torch.rand(shape, generator=g)
+        kernel.slot_outputscale = 0.1 + torch.rand(
+            shape, generator=g, dtype=torch.float64
+        )
 
 
 @pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
 @pytest.mark.parametrize("vertex_bias", [False, True, "all"])
 def test_matches_brute_force_definition_4(tree_case, base_kernel, vertex_bias):
     d, deps = tree_case
-    kernel = AddTreeKernel(d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias)
+    kernel = float64_kernel(d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias)
     randomize(kernel, 0)
     X1, X2 = random_points(d, deps, 9, 1), random_points(d, deps, 7, 2)
     assert_matches_brute_force(kernel, X1, X2)
@@ -136,7 +149,7 @@ def test_matches_brute_force_definition_4(tree_case, base_kernel, vertex_bias):
 @pytest.mark.parametrize("vertex_bias", [False, "all"])
 def test_shared_component_matches_brute_force(tree_case, base_kernel, vertex_bias):
     d, deps = tree_case
-    kernel = AddTreeKernel(
+    kernel = float64_kernel(
         d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias, shared_component=True
     )
     randomize(kernel, 1)
@@ -144,7 +157,7 @@ def test_shared_component_matches_brute_force(tree_case, base_kernel, vertex_bia
     K = assert_matches_brute_force(kernel, X1, X2)
     # Points on different branches of a slot now covary; Definition 4 alone
     # (the same kernel without the component) gives a different Gram matrix.
-    plain = AddTreeKernel(d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias)
+    plain = float64_kernel(d, deps, base_kernel=base_kernel, vertex_bias=vertex_bias)
     plain.load_state_dict(kernel.state_dict(), strict=False)
     shared = brute_force_shared_gram(kernel, X1, X2)
     torch.testing.assert_close(K - plain(X1, X2).to_dense().detach(), shared)
@@ -160,7 +173,7 @@ def test_inherited_ancestors_match_brute_force(
     kwargs = dict(
         base_kernel=base_kernel, vertex_bias="all", shared_component=shared_component
     )
-    kernel = AddTreeKernel(d, deps, inherit_ancestors=True, **kwargs)
+    kernel = float64_kernel(d, deps, inherit_ancestors=True, **kwargs)
     randomize(kernel, 2)
     X1, X2 = random_points(d, deps, 8, 5), random_points(d, deps, 6, 6)
     K = assert_matches_brute_force(kernel, X1, X2)
@@ -172,7 +185,7 @@ def test_inherited_ancestors_match_brute_force(
         and len(_columns(kernel, v.index)) > len(v.continuous_columns)
         for v in kernel.tree.vertices
     )
-    plain = AddTreeKernel(d, deps, **kwargs)
+    plain = float64_kernel(d, deps, **kwargs)
     raw = kernel.state_dict().items()
     plain.load_state_dict(
         {k: v for k, v in raw if k.startswith("raw_") and "lengthscale" not in k},
@@ -189,7 +202,7 @@ def brute_force_interaction_gram(kernel: AddTreeKernel, X1, X2) -> torch.Tensor:
     sub = kernel.interaction
     ls, rho = sub.lengthscale.detach(), sub.outputscale.detach()
     vertices = kernel.tree.vertices
-    K = torch.zeros(X1.shape[0], X2.shape[0])
+    K = torch.zeros(X1.shape[0], X2.shape[0], dtype=torch.float64)
     for v in vertices:
         cols, parent = list(v.continuous_columns), v.parent
         while parent is not None:
@@ -223,8 +236,8 @@ def test_ancestor_interactions_match_brute_force(tree_case, base_kernel, loop_op
             share_lengthscales="depth",
             share_outputscales="depth",
         )
-    kernel = AddTreeKernel(d, deps, ancestor_interactions=True, **kwargs)
-    plain = AddTreeKernel(d, deps, **kwargs)
+    kernel = float64_kernel(d, deps, ancestor_interactions=True, **kwargs)
+    plain = float64_kernel(d, deps, **kwargs)
     randomize(plain, 3)
     kernel.load_state_dict(plain.state_dict(), strict=False)
     X1, X2 = random_points(d, deps, 8, 5), random_points(d, deps, 6, 6)
@@ -264,7 +277,7 @@ def test_ancestor_interactions_match_brute_force(tree_case, base_kernel, loop_op
 
 def test_ancestor_interaction_gradients():
     d, deps = random_tree(4, max_depth=3)
-    kernel = AddTreeKernel(d, deps, ancestor_interactions=True)
+    kernel = float64_kernel(d, deps, ancestor_interactions=True)
     assert kernel.interaction is not None
     randomize(kernel, 1)
     randomize(kernel.interaction, 2)
@@ -275,7 +288,7 @@ def test_ancestor_interaction_gradients():
 
 def test_shared_component_gram_is_psd_and_differentiable():
     d, deps = random_tree(2, max_depth=3)
-    kernel = AddTreeKernel(d, deps, vertex_bias="all", shared_component=True)
+    kernel = float64_kernel(d, deps, vertex_bias="all", shared_component=True)
     randomize(kernel, 6)
     X = random_points(d, deps, 40, 7)
     K = kernel(X).to_dense().detach()
@@ -290,7 +303,7 @@ def test_shared_component_gram_is_psd_and_differentiable():
 def test_high_dimensional_vertices_use_the_same_definition():
     # Vertices with > 4 columns take the matrix-product distance path.
     d, deps = random_tree(3, max_depth=2, max_vertex_dim=7)
-    kernel = AddTreeKernel(d, deps)
+    kernel = float64_kernel(d, deps)
     randomize(kernel, 1)
     X1, X2 = random_points(d, deps, 8, 3), random_points(d, deps, 6, 4)
     torch.testing.assert_close(
@@ -303,7 +316,7 @@ def test_high_dimensional_vertices_use_the_same_definition():
 
 def test_gram_is_symmetric_psd(tree_case):
     d, deps = tree_case
-    kernel = AddTreeKernel(d, deps, base_kernel="matern52")
+    kernel = float64_kernel(d, deps, base_kernel="matern52")
     randomize(kernel, 2)
     X = random_points(d, deps, 40, 5)
     K = kernel(X).to_dense().detach()
@@ -316,7 +329,7 @@ def test_equals_botorch_hierarchical_kernel_when_configured_alike():
     # blocks over shared vertices when BoTorch ignores the choice columns.
     deps = {1: {0: [2, 3], 1: [4, 5]}, 3: {0: [6], 1: [7]}, 5: {0: [8, 9], 1: [10]}}
     d = 11
-    ours = AddTreeKernel(d, deps, base_kernel="matern52")
+    ours = float64_kernel(d, deps, base_kernel="matern52")
     theirs = HierarchicalConditionalKernel(
         d, deps, eval_hierarchical_features=False, use_saas_prior=False
     ).double()
@@ -326,9 +339,9 @@ def test_equals_botorch_hierarchical_kernel_when_configured_alike():
     scales = torch.ones_like(ours.outputscale.detach())
     for block, sub in zip(theirs.partition, theirs.kernels, strict=False):
         v = next(u.index for u in tree.vertices if list(u.continuous_columns) == block)
-        block_ls = 0.3 + torch.rand(len(block), generator=g)
+        block_ls = 0.3 + torch.rand(len(block), generator=g, dtype=torch.float64)
         ls[v, : len(block)] = block_ls
-        scales[v] = 0.5 + torch.rand((), generator=g)
+        scales[v] = 0.5 + torch.rand((), generator=g, dtype=torch.float64)
         sub.base_kernel.lengthscale = block_ls.unsqueeze(0)
         sub.outputscale = scales[v]
     ours.lengthscale = ls
@@ -344,7 +357,7 @@ def test_equals_botorch_hierarchical_kernel_when_configured_alike():
 def test_gradcheck_inputs_and_hyperparameters(base_kernel, max_vertex_dim):
     # max_vertex_dim 6 takes the matrix-product distance path.
     d, deps = random_tree(4, max_depth=2, max_vertex_dim=max_vertex_dim)
-    kernel = AddTreeKernel(d, deps, base_kernel=base_kernel)
+    kernel = float64_kernel(d, deps, base_kernel=base_kernel)
     randomize(kernel, 3)
     X1, X2 = random_points(d, deps, 5, 8), random_points(d, deps, 4, 9)
     cont = torch.zeros(d, dtype=torch.bool)
@@ -363,7 +376,7 @@ def test_gradcheck_inputs_and_hyperparameters(base_kernel, max_vertex_dim):
 
 def test_batch_shapes_broadcast_and_do_not_mix():
     d, deps = random_tree(5, max_depth=2)
-    kernel = AddTreeKernel(d, deps)
+    kernel = float64_kernel(d, deps)
     randomize(kernel, 4)
     X = torch.stack([random_points(d, deps, 6, s) for s in range(3)])  # 3 x 6 x d
     Y = random_points(d, deps, 4, 10)
@@ -378,7 +391,7 @@ def test_batch_shapes_broadcast_and_do_not_mix():
 
 def test_kernel_hyperparameter_batch():
     d, deps = random_tree(1, max_depth=2)
-    kernel = AddTreeKernel(d, deps, batch_shape=torch.Size([2]))
+    kernel = float64_kernel(d, deps, batch_shape=torch.Size([2]))
     kernel.outputscale = torch.tensor([[1.0], [2.0]])
     X = random_points(d, deps, 5, 0)
     K = kernel(X).to_dense()
@@ -388,7 +401,7 @@ def test_kernel_hyperparameter_batch():
 
 def test_shared_lengthscales_tie_vertices_by_depth():
     deps = {0: {0: [1, 2], 1: [3, 4]}, 2: {0: [5], 1: [6]}, 4: {0: [7], 1: [8]}}
-    kernel = AddTreeKernel(9, deps, share_lengthscales="depth")
+    kernel = float64_kernel(9, deps, share_lengthscales="depth")
     tree = kernel.tree
     assert kernel.raw_lengthscale.shape[-2] == len({v.depth for v in tree.vertices})
     kernel.lengthscale = torch.arange(1, tree.num_vertices + 1.0).unsqueeze(-1)
@@ -397,12 +410,12 @@ def test_shared_lengthscales_tie_vertices_by_depth():
     for dep in depth.unique():
         assert ls[depth == dep].unique().numel() == 1
     with pytest.raises(ValueError, match="share_lengthscales"):
-        AddTreeKernel(9, deps, share_lengthscales="sibling")
+        float64_kernel(9, deps, share_lengthscales="sibling")
 
 
 def test_shared_outputscales_equal_a_kernel_with_tied_scales():
     deps = {0: {0: [1, 2], 1: [3, 4]}, 2: {0: [5], 1: [6]}, 4: {0: [7], 1: [8]}}
-    shared = AddTreeKernel(9, deps, share_outputscales="depth")
+    shared = float64_kernel(9, deps, share_outputscales="depth")
     tree = shared.tree
     depth = torch.tensor([v.depth for v in tree.vertices])
     num_depths = depth.unique().numel()
@@ -414,14 +427,14 @@ def test_shared_outputscales_equal_a_kernel_with_tied_scales():
     shared.outputscale = group_scales[depth]
     torch.testing.assert_close(shared.outputscale, group_scales[depth])
     # Same Gram matrix as an unshared kernel given the tied per-vertex scales.
-    free = AddTreeKernel(9, deps)
+    free = float64_kernel(9, deps)
     free.outputscale = group_scales[depth]
     X = Jenatton("paper").space.sample(12, seed=3)
     torch.testing.assert_close(
         shared(X).to_dense().detach(), free(X).to_dense().detach()
     )
     with pytest.raises(ValueError, match="share_outputscales"):
-        AddTreeKernel(9, deps, share_outputscales="sibling")
+        float64_kernel(9, deps, share_outputscales="sibling")
 
 
 @pytest.mark.parametrize("share", ["none", "depth", "all"])
@@ -432,7 +445,7 @@ def test_sampling_the_priors_keeps_parameter_shapes(share, batch_shape):
     from botorch.optim.utils import sample_all_priors
 
     deps = {0: {0: [1, 2], 1: [3, 4]}, 2: {0: [5], 1: [6]}, 4: {0: [7], 1: [8]}}
-    kernel = AddTreeKernel(
+    kernel = float64_kernel(
         9,
         deps,
         vertex_bias="all",
@@ -462,7 +475,7 @@ def test_sampling_the_priors_keeps_parameter_shapes(share, batch_shape):
 @pytest.mark.parametrize("vertex_bias", ["none", "all"])
 def test_vertex_covariance_is_the_per_vertex_term(vertex_bias, shared_component):
     d, deps = random_tree(2, max_depth=2)
-    kernel = AddTreeKernel(
+    kernel = float64_kernel(
         d, deps, vertex_bias=vertex_bias, shared_component=shared_component
     )
     randomize(kernel, 5)
@@ -498,25 +511,25 @@ def test_vertex_covariance_is_the_per_vertex_term(vertex_bias, shared_component)
 def test_bad_inputs_raise_named_errors():
     deps = {0: {0: [1], 1: [2]}}
     with pytest.raises(ValueError, match="base_kernel"):
-        AddTreeKernel(3, deps, base_kernel="periodic")
+        float64_kernel(3, deps, base_kernel="periodic")
     with pytest.raises(ValueError, match="vertex_bias"):
-        AddTreeKernel(3, deps, vertex_bias="leaves")
+        float64_kernel(3, deps, vertex_bias="leaves")
     with pytest.raises(ValueError, match="shared_component"):
-        AddTreeKernel(3, deps, shared_component="depth")
+        float64_kernel(3, deps, shared_component="depth")
     with pytest.raises(AttributeError, match="shared_component"):
-        AddTreeKernel(3, deps).slot_outputscale = 1.0
+        float64_kernel(3, deps).slot_outputscale = 1.0
     with pytest.raises(ValueError, match="outside"):
-        AddTreeKernel(3, {0: {0: [5]}})
+        float64_kernel(3, {0: {0: [5]}})
     with pytest.raises(ValueError, match="child of both"):
-        AddTreeKernel(3, {0: {0: [2]}, 1: {0: [2]}})
+        float64_kernel(3, {0: {0: [2]}, 1: {0: [2]}})
     with pytest.raises(ValueError, match="cycle"):
         TreeStructure(3, {0: {0: [1]}, 1: {0: [0]}})
     with pytest.raises(ValueError, match="ancestor_interactions must be a bool"):
-        AddTreeKernel(3, deps, ancestor_interactions=1)
+        float64_kernel(3, deps, ancestor_interactions=1)
     with pytest.raises(ValueError, match="inherit_ancestors"):
-        AddTreeKernel(3, deps, ancestor_interactions=True, inherit_ancestors=True)
+        float64_kernel(3, deps, ancestor_interactions=True, inherit_ancestors=True)
     with pytest.raises(ValueError, match="vertices must be 3 booleans"):
-        AddTreeKernel(3, deps, vertices=torch.ones(2, dtype=torch.bool))
-    kernel = AddTreeKernel(3, deps)
+        float64_kernel(3, deps, vertices=torch.ones(2, dtype=torch.bool))
+    kernel = float64_kernel(3, deps)
     with pytest.raises(ValueError, match="3 columns"):
         kernel(torch.zeros(2, 4)).to_dense()

@@ -147,15 +147,16 @@ def test_offset_model_is_the_residual_model_shifted_by_the_offset():
     model = SingleTaskGP(X, X.sin().sum(-1, keepdim=True)).eval()
     U = torch.rand(5, 1, 2, generator=gen, dtype=torch.float64)
     c = 0.7
-    shifted = OffsetModel(model, lambda Z: torch.full(Z.shape[:-1], c).to(Z))
+    shifted = OffsetModel(model, lambda Z: torch.full(Z.shape[:-1], c, dtype=Z.dtype))
     post, base = shifted.posterior(U), model.posterior(U)
     torch.testing.assert_close(post.mean, base.mean + c)
     torch.testing.assert_close(post.variance, base.variance)
     # BoTorch's acquisitions score it as the shifted model.
     expected = UpperConfidenceBound(model, beta=0.3)(U) + c
     torch.testing.assert_close(UpperConfidenceBound(shifted, beta=0.3)(U), expected)
-    expected = LogExpectedImprovement(model, best_f=1.2 - c)(U)
-    torch.testing.assert_close(LogExpectedImprovement(shifted, best_f=1.2)(U), expected)
+    best = torch.tensor(1.2, dtype=torch.float64)
+    expected = LogExpectedImprovement(model, best_f=best - c)(U)
+    torch.testing.assert_close(LogExpectedImprovement(shifted, best_f=best)(U), expected)
     # The offset's gradient reaches the inputs: d/dU of (UCB + sum(U)).
     linear = OffsetModel(model, lambda Z: Z.sum(-1))
     U1 = U.clone().requires_grad_(True)

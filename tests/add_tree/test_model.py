@@ -66,12 +66,12 @@ def test_vertex_means_sum_to_posterior_mean_on_every_path(
 
 def test_vertex_variance_of_a_single_vertex_tree_is_the_posterior_variance():
     # One root vertex, no choices: the only component is the whole function.
-    X = torch.rand(15, 2)
+    X = torch.rand(15, 2, dtype=torch.float64)
     Y = torch.sin(6 * X).sum(-1, keepdim=True)
     model = AddTreeGP(X, Y, {})
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     model.eval()
-    Z = torch.rand(6, 2)
+    Z = torch.rand(6, 2, dtype=torch.float64)
     with torch.no_grad():
         post = model.posterior(Z)
         vp = model.vertex_posterior(Z)
@@ -111,7 +111,7 @@ def test_transform_dependencies_moves_branch_values():
 
 
 def test_construct_inputs_passes_the_tree():
-    X, Y = torch.rand(5, 3), torch.rand(5, 1)
+    X, Y = torch.rand(5, 3, dtype=torch.float64), torch.rand(5, 1, dtype=torch.float64)
     X[:, 0] = torch.tensor([0.0, 1.0, 0.0, 1.0, 0.0])
     ds = SupervisedDataset(X, Y, feature_names=["a", "b", "c"], outcome_names=["y"])
     deps = {0: {0: [1], 1: [2]}}
@@ -176,10 +176,18 @@ def test_batched_training_data_match_separate_models(with_bounds, shared):
 
 def test_bad_model_inputs():
     with pytest.raises(ValueError, match="train_X must be"):
-        AddTreeGP(torch.rand(3), torch.rand(3, 1), {})
+        AddTreeGP(
+            torch.rand(3, dtype=torch.float64),
+            torch.rand(3, 1, dtype=torch.float64),
+            {},
+        )
     d, deps = random_tree(0)
     with pytest.raises(ValueError, match="outside"):
-        AddTreeGP(torch.rand(4, 2), torch.rand(4, 1), {0: {0: [7]}})
+        AddTreeGP(
+            torch.rand(4, 2, dtype=torch.float64),
+            torch.rand(4, 1, dtype=torch.float64),
+            {0: {0: [7]}},
+        )
 
 
 def test_fast_posterior_matches_gpytorch_posterior():

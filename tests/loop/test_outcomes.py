@@ -52,7 +52,7 @@ def test_everything_else_is_a_failure_with_its_reason(value, reason):
 
 
 def test_standardized_scores_match_the_textbook_formula_and_rank_failures_last():
-    s = torch.tensor([3.0, -1.0, math.nan, 0.5, 2.0])
+    s = torch.tensor([3.0, -1.0, math.nan, 0.5, 2.0], dtype=torch.float64)
     ok = s[~s.isnan()]
     expected = (s - ok.mean()) / ok.std()
     out = standardize_scores(s)
@@ -64,7 +64,7 @@ def test_standardized_scores_match_the_textbook_formula_and_rank_failures_last()
 
 @pytest.mark.parametrize("c, b", [(1e-8, 0.0), (1e-300, 0.0), (1e300, 0.0), (3.0, 1e3)])
 def test_standardized_scores_do_not_see_scale_or_shift(c, b):
-    s = torch.tensor([3.0, -1.0, math.nan, 0.5, 2.0, -0.25])
+    s = torch.tensor([3.0, -1.0, math.nan, 0.5, 2.0, -0.25], dtype=torch.float64)
     out = standardize_scores(c * s + b)
     assert out.isfinite().all()
     torch.testing.assert_close(out, standardize_scores(s), rtol=0, atol=1e-9)

@@ -51,7 +51,7 @@ def test_counts_and_bounds_match_the_enumeration(seed):
     assert tree.num_paths == table.vertex_mask.shape[0]
     # Distinct configurations, each a set of co-active vertices.
     assert torch.unique(table.vertex_mask, dim=0).shape[0] == tree.num_paths
-    weight = torch.rand(tree.num_vertices) < 0.6
+    weight = torch.rand(tree.num_vertices, dtype=torch.float64) < 0.6
     expected = int((table.vertex_mask & weight).sum(-1).max())
     assert tree.max_active_vertices(weight) == expected
     # Each configuration's choice values activate exactly its vertices.

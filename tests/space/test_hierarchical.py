@@ -29,10 +29,10 @@ def test_from_hierarchical_dependencies_round_trip(seed):
 
 def test_from_hierarchical_dependencies_keeps_values_and_names():
     deps = {2: {3: [0], 7: [1]}}
-    bounds = torch.tensor([[0.0, 0.0, 0.0], [1.0, 5.0, 0.0]])
+    bounds = torch.tensor([[0.0, 0.0, 0.0], [1.0, 5.0, 0.0]], dtype=torch.float64)
     space = TreeSpace.from_hierarchical_dependencies(
         deps, bounds, names=["a", "b", "c"]
     )
     x = space.to_tensor({"c": 7, "b": 2.5})
-    torch.testing.assert_close(x, torch.tensor([0.0, 2.5, 7.0]))
+    torch.testing.assert_close(x, torch.tensor([0.0, 2.5, 7.0], dtype=torch.float64))
     assert space.to_dict(x) == {"b": 2.5, "c": 7}

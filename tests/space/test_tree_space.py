@@ -131,7 +131,8 @@ def test_sampling_is_uniform_per_choice_and_per_path():
         if expected is None:  # per choice: 1/2, 1/4, 1/8, 1/8
             expected = sorted([0.5, 0.25, 0.125, 0.125], reverse=True)
             freq = freq.sort(descending=True).values
-        torch.testing.assert_close(freq, torch.tensor(expected), atol=0.02, rtol=0)
+        expected = torch.tensor(expected, dtype=torch.float64)
+        torch.testing.assert_close(freq, expected, atol=0.02, rtol=0)
     # Every sample is a valid configuration.
     for config in space.to_dicts(space.sample(50, seed=1)):
         space.validate(config)
@@ -365,5 +366,6 @@ def test_canonicalize_rounds_integers_in_their_own_scale():
     x[col] = math.log10(63.4)
     assert space.to_dict(x)["n_estimators"] == 63
     torch.testing.assert_close(
-        space.canonicalize(x.unsqueeze(0))[0, col], torch.tensor(math.log10(63.0))
+        space.canonicalize(x.unsqueeze(0))[0, col],
+        torch.tensor(math.log10(63.0), dtype=torch.float64),
     )

@@ -21,9 +21,10 @@ def test_jenatton_matches_its_definition(variant):
     problem = Jenatton(variant)
     X = problem.space.sample(200, seed=0)
     values = problem(X)
-    expected = torch.tensor([jenatton_reference(c) for c in problem.space.to_dicts(X)])
+    configs = problem.space.to_dicts(X)
+    expected = torch.tensor([jenatton_reference(c) for c in configs], dtype=X.dtype)
     torch.testing.assert_close(values, expected)
-    opt = torch.tensor(problem._optimizers)
+    opt = torch.tensor(problem._optimizers, dtype=torch.float64)
     assert float(problem(opt)) == pytest.approx(problem.optimal_value)
     assert (values >= problem.optimal_value - 1e-12).all()
     lo, up = problem.space.bounds[:, 5]
@@ -47,9 +48,11 @@ def test_generalized_jenatton_matches_a_walk_down_the_tree(balanced):
         return total + c[name] ** 2 + 0.1 * rank[name]
 
     X = space.sample(100, seed=1)
-    expected = torch.tensor([reference(c) for c in space.to_dicts(X)])
+    expected = torch.tensor([reference(c) for c in space.to_dicts(X)], dtype=X.dtype)
     torch.testing.assert_close(problem(X), expected)
-    assert float(problem(torch.tensor(problem._optimizers))) == pytest.approx(0.1)
+    assert float(
+        problem(torch.tensor(problem._optimizers, dtype=torch.float64))
+    ) == pytest.approx(0.1)
     assert problem.objective(space.to_dict(torch.tensor(problem._optimizers[0]))) == (
         pytest.approx(0.1)
     )

@@ -70,7 +70,9 @@ def test_chunked_and_recomputed_gradients_equal_the_kept_ones(monkeypatch):
     import treebo.tree_additive.kernel as module
 
     k = _kernel()
-    x = torch.rand(9, 6, generator=torch.Generator().manual_seed(5)).double()
+    x = torch.rand(
+        9, 6, generator=torch.Generator().manual_seed(5), dtype=torch.float64
+    ).double()
 
     def grads():
         k.zero_grad()

@@ -11,10 +11,10 @@ def _random_forest(d, generator):
     order = torch.randperm(d, generator=generator).tolist()
     edges = []
     for k in range(1, d):
-        if torch.rand(1, generator=generator) < 0.75:
+        if torch.rand(1, generator=generator, dtype=torch.float64) < 0.75:
             parent = order[int(torch.randint(k, (1,), generator=generator))]
             pair = [order[k], parent]
-            if torch.rand(1, generator=generator) < 0.5:
+            if torch.rand(1, generator=generator, dtype=torch.float64) < 0.5:
                 pair.reverse()
             edges.append(pair)
     return torch.tensor(edges, dtype=torch.long).reshape(-1, 2)
@@ -47,8 +47,8 @@ def test_the_maximum_equals_brute_force_on_random_forests(seed):
 def test_a_prebuilt_schedule_gives_the_same_answer_for_sorted_edges():
     g = torch.Generator().manual_seed(0)
     edges = torch.tensor([[0, 1], [1, 2], [1, 3]])
-    unary = torch.randn(4, 5, generator=g)
-    pairwise = torch.randn(3, 5, 5, generator=g)
+    unary = torch.randn(4, 5, generator=g, dtype=torch.float64)
+    pairwise = torch.randn(3, 5, 5, generator=g, dtype=torch.float64)
     schedule = ForestSchedule.from_edges(edges, 4)
     a = message_passing_discrete(unary, pairwise, edges)
     b = message_passing_discrete(unary, pairwise, schedule)

@@ -21,7 +21,9 @@ def _fitted(edges=((0, 1), (2, 1))):
 
 def test_component_means_sum_to_the_posterior_mean():
     model, _ = _fitted()
-    Q = torch.rand(2, 7, 4, generator=torch.Generator().manual_seed(1)).double()
+    Q = torch.rand(
+        2, 7, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+    ).double()
     post = model.component_posterior(Q)
     assert post.mean.shape == post.variance.shape == (2, 7, 3)
     full = model.posterior(Q).mean.squeeze(-1)

@@ -61,7 +61,9 @@ def test_structures_are_scored_with_equalized_scales():
     # root mean square) recovers the star where the fitted scales do not.
     d, truth = additive_graph("star", 6)
     f = AdditiveGPFunction(d, truth, grid_points=50, seed=0)
-    X = torch.rand(60, d, generator=torch.Generator().manual_seed(0)).double()
+    X = torch.rand(
+        60, d, generator=torch.Generator().manual_seed(0), dtype=torch.float64
+    ).double()
     model = fit_model(TreeAdditiveGP(X, f(X).unsqueeze(-1), edges=truth[:2]))
     fitted = model.covar_module.scale.detach().clone()
     assert fitted[0] > 4 * fitted[1:].max()  # the trap

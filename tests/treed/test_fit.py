@@ -33,7 +33,9 @@ def _model(warp=False, **kwargs):
     gen = torch.Generator().manual_seed(3)
     with torch.no_grad():  # every leaf its own lengthscales
         matern = model.covar_module.base_kernel.base_kernel
-        matern.lengthscale = torch.rand(model.num_leaves, 1, 2, generator=gen) + 0.1
+        matern.lengthscale = (
+            torch.rand(model.num_leaves, 1, 2, generator=gen, dtype=torch.float64) + 0.1
+        )
     return model
 
 
@@ -49,7 +51,10 @@ def _write(model, log_ratio):
         _, mean, log_scale = profiled_pseudo_log_likelihood(model, log_ratio)
         model.mean_constant.copy_(mean)
         model.covar_module.base_kernel.outputscale = log_scale.exp()
-        model.likelihood.noise = (log_ratio + log_scale).exp().unsqueeze(-1)
+        # the floor is stored in the default dtype: keep to its round-off
+        floor = model.likelihood.noise_covar.raw_noise_constraint.lower_bound
+        noise = (log_ratio + log_scale).exp().unsqueeze(-1)
+        model.likelihood.noise = noise.clamp_min(floor.to(noise))
 
 
 def _other_priors(model):

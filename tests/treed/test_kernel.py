@@ -17,7 +17,9 @@ def kernel_and_data():
     with torch.no_grad():  # distinct hyper-parameters per leaf
         base = kernel.base_kernel
         base.outputscale = torch.linspace(0.5, 2.0, L, dtype=torch.float64)
-        base.base_kernel.lengthscale = torch.rand(L, 1, 2, generator=gen) + 0.1
+        base.base_kernel.lengthscale = (
+            torch.rand(L, 1, 2, generator=gen, dtype=torch.float64) + 0.1
+        )
     return kernel, part, X
 
 

@@ -24,9 +24,13 @@ def _perturbed(model):
     with torch.no_grad():
         base = model.covar_module.base_kernel
         base.outputscale = torch.rand(L, generator=gen, dtype=torch.float64) + 0.5
-        base.base_kernel.lengthscale = torch.rand(L, 1, 2, generator=gen) + 0.1
-        model.likelihood.noise = torch.rand(L, 1, generator=gen) * 0.1 + 1e-3
-        model.mean_constant.copy_(torch.randn(L, generator=gen))
+        base.base_kernel.lengthscale = (
+            torch.rand(L, 1, 2, generator=gen, dtype=torch.float64) + 0.1
+        )
+        model.likelihood.noise = (
+            torch.rand(L, 1, generator=gen, dtype=torch.float64) * 0.1 + 1e-3
+        )
+        model.mean_constant.copy_(torch.randn(L, generator=gen, dtype=torch.float64))
     return model
 
 

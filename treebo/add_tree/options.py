@@ -67,6 +67,20 @@ class LocalStepOptions:
         check_count(self.patience, "patience", 0)
 
 
+def _check_shared_fields(options: AddTreeOptions | AddTreeUCBOptions) -> None:
+    """The checks of the fields both Add-Tree options objects have."""
+    if not isinstance(options.kernel, AddTreeKernelOptions):
+        raise TypeError(
+            f"kernel must be AddTreeKernelOptions, got {type(options.kernel).__name__}."
+        )
+    check_positive(options.noise_floor, "noise_floor")
+    check_count(options.num_restarts, "num_restarts", 1)
+    check_count(options.raw_samples, "raw_samples", 1)
+    if options.local is not None and not isinstance(options.local, LocalStepOptions):
+        kind = type(options.local).__name__
+        raise TypeError(f"local must be LocalStepOptions or None, got {kind}.")
+
+
 @dataclass(frozen=True)
 class AddTreeOptions:
     """Settings of the ``"add_tree"`` strategy: LogEI on an ``AddTreeGP``.
@@ -111,11 +125,6 @@ class AddTreeOptions:
     local: LocalStepOptions | None = field(default_factory=LocalStepOptions)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.kernel, AddTreeKernelOptions):
-            raise TypeError(
-                "kernel must be AddTreeKernelOptions, got "
-                f"{type(self.kernel).__name__}."
-            )
         alternatives = self.alternative_kernels
         if alternatives is not None:
             if not isinstance(alternatives, (tuple, list)) or not all(
@@ -126,14 +135,7 @@ class AddTreeOptions:
                     f"AddTreeKernelOptions, got {alternatives!r}."
                 )
             object.__setattr__(self, "alternative_kernels", tuple(alternatives))
-        check_positive(self.noise_floor, "noise_floor")
-        check_count(self.num_restarts, "num_restarts", 1)
-        check_count(self.raw_samples, "raw_samples", 1)
-        if self.local is not None and not isinstance(self.local, LocalStepOptions):
-            raise TypeError(
-                "local must be LocalStepOptions or None, got "
-                f"{type(self.local).__name__}."
-            )
+        _check_shared_fields(self)
 
     def alternatives(self) -> tuple[AddTreeKernelOptions, ...]:
         """The alternative kernels that ``alternative_kernels`` stands for.
@@ -203,11 +205,7 @@ class AddTreeUCBOptions:
     basin_patience: int | None = 3
 
     def __post_init__(self) -> None:
-        if not isinstance(self.kernel, AddTreeKernelOptions):
-            raise TypeError(
-                "kernel must be AddTreeKernelOptions, got "
-                f"{type(self.kernel).__name__}."
-            )
+        _check_shared_fields(self)
         for name in ("inherit_ancestors", "ancestor_interactions"):
             if getattr(self.kernel, name):
                 raise ValueError(
@@ -215,14 +213,6 @@ class AddTreeUCBOptions:
                     "(add_tree_ucb): each vertex is maximized on its own "
                     "parameters; use the add_tree strategy."
                 )
-        check_positive(self.noise_floor, "noise_floor")
-        check_count(self.num_restarts, "num_restarts", 1)
-        check_count(self.raw_samples, "raw_samples", 1)
-        if self.local is not None and not isinstance(self.local, LocalStepOptions):
-            raise TypeError(
-                "local must be LocalStepOptions or None, got "
-                f"{type(self.local).__name__}."
-            )
         if self.beta is not None:
             check_positive(self.beta, "beta")
         if self.path_selection not in PATH_SELECTIONS:

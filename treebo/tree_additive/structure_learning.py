@@ -194,7 +194,8 @@ def learn_tree_structure(
         posterior among the scored structures (the starting one included).
 
     Example:
-        >>> X = torch.rand(60, 4, dtype=torch.float64)
+        >>> g = torch.Generator().manual_seed(1)
+        >>> X = torch.rand(60, 4, generator=g, dtype=torch.float64)
         >>> Y = torch.sin(6 * X[:, :1] * X[:, 1:2]) + X[:, 2:3]
         >>> model = TreeAdditiveGP(X, Y)
         >>> model.covar_module.lengthscale = 0.3

@@ -36,7 +36,7 @@ Cholesky factorizations; the pruning itself is one tensor step per level.
 Example:
     >>> import torch
     >>> from treebo.models import build_partition
-    >>> X = torch.rand(60, 1, dtype=torch.float64)
+    >>> X = torch.linspace(0, 1, 60, dtype=torch.float64).unsqueeze(-1)
     >>> y = torch.sin(3 * X[:, 0])  # stationary: nothing to split
     >>> loo_prune(build_partition(X, y), X, y).num_leaves
     1
