@@ -156,7 +156,9 @@ def test_offset_model_is_the_residual_model_shifted_by_the_offset():
     torch.testing.assert_close(UpperConfidenceBound(shifted, beta=0.3)(U), expected)
     best = torch.tensor(1.2, dtype=torch.float64)
     expected = LogExpectedImprovement(model, best_f=best - c)(U)
-    torch.testing.assert_close(LogExpectedImprovement(shifted, best_f=best)(U), expected)
+    torch.testing.assert_close(
+        LogExpectedImprovement(shifted, best_f=best)(U), expected
+    )
     # The offset's gradient reaches the inputs: d/dU of (UCB + sum(U)).
     linear = OffsetModel(model, lambda Z: Z.sum(-1))
     U1 = U.clone().requires_grad_(True)
