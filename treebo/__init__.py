@@ -14,9 +14,9 @@ from treebo.space import (
     Integer,
     Real,
     TreeSpace,
+    TreeStructure,
     Vertex,
 )
-from treebo.space.structure import TreeStructure
 
 __version__ = "0.1.0"
 
