@@ -20,20 +20,38 @@ def test_local_steps_are_due_after_patience_failed_global_proposals():
     assert not steps.is_due(Failures(1, 0, 0)) and steps.is_due(Failures(2, 0, 0))
 
 
+class _TwoExploringSteps(LocalSteps):
+    acquisitions = ("ucb", "log_ei", "log_ei")
+
+
 def test_acquisitions_are_cycled_over_the_local_steps_so_far():
-    steps = LocalSteps(LocalStepOptions(acquisitions=("ucb", "log_ei", "log_ei")))
+    steps = _TwoExploringSteps(LocalStepOptions())
     kinds = ("initial", "bo", "local", "bo", "local")
     assert steps.next_acquisition(kinds[:2]) == "ucb"
     assert steps.next_acquisition(kinds[:3]) == "log_ei"
     assert steps.next_acquisition(kinds) == "log_ei"
     assert steps.next_acquisition(kinds + ("local",)) == "ucb"
-    assert LocalStepOptions(acquisitions="log_ei").acquisitions == ("log_ei",)
+    assert LocalSteps(LocalStepOptions()).next_acquisition(kinds[:3]) == "log_ei"
+
+
+def test_a_subclass_with_an_unknown_acquisition_is_refused():
+    class Unknown(LocalSteps):
+        acquisitions = ("ei",)
+
+    class Negative(LocalSteps):
+        beta = -1.0
+
+    with pytest.raises(ValueError, match="acquisitions must be one of"):
+        Unknown(LocalStepOptions())
+    with pytest.raises(ValueError, match="beta must be a finite number"):
+        Negative(LocalStepOptions())
 
 
 def test_near_means_the_same_path_within_the_radius():
     space = Jenatton().space
     x = space.sample(1, seed=0)[0]
-    steps = LocalSteps(LocalStepOptions(radius=0.05))
+    steps = LocalSteps(LocalStepOptions())
+    assert steps.radius == 0.05
     cols = list(space.continuous_columns)
     width = space.bounds[1] - space.bounds[0]
     inside, outside = x.clone(), x.clone()
@@ -62,8 +80,11 @@ def test_the_step_gets_the_options_and_the_global_posterior_mean(monkeypatch, me
         return None
 
     monkeypatch.setattr(local_steps, "local_refinement_candidate", spy)
-    options = LocalStepOptions(mean=mean, beta=2.0, noise_floor=1e-7, radius=0.1)
-    steps = LocalSteps(options)
+
+    class Wider(LocalSteps):
+        beta, noise_floor, radius = 2.0, 1e-7, 0.1
+
+    steps = Wider(LocalStepOptions(mean=mean))
     assert steps.candidate(obs, obs.X, obs.y, model) is None
     (kwargs,) = seen
     assert kwargs["beta"] == 2.0 and kwargs["noise_floor"] == 1e-7

@@ -1,19 +1,25 @@
 """Local refinement of the incumbent as a part of a strategy.
 
 :class:`LocalSteps` decides when a local step replaces the global proposal and
-computes it with :func:`~treebo.optim.local_refinement_candidate`, whose module
-explains the local model. Steps cycle through ``options.acquisitions``; with
-``options.mean == "auto"`` the local model fits the residuals of the global
-model's posterior mean while the neighbourhood's values spread more than the
-global model's noise standard deviation.
+computes it with :func:`~treebo.add_tree.local_refinement_candidate`, whose
+module explains the local model. Steps cycle through :attr:`LocalSteps.acquisitions`;
+with ``options.mean == "auto"`` the local model fits the residuals of the
+global model's posterior mean while the neighbourhood's values spread more
+than the global model's noise standard deviation.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from torch import Tensor
 
 from treebo.add_tree.basins import Failures
-from treebo.add_tree.local_refinement import linf_distance, local_refinement_candidate
+from treebo.add_tree.local_refinement import (
+    linf_distance,
+    local_refinement_candidate,
+    validate_local_acquisition,
+)
 from treebo.add_tree.model import AddTreeGP
 from treebo.add_tree.options import LocalStepOptions
 from treebo.space import TreeSpace
@@ -24,10 +30,23 @@ LOCAL_REPEAT_TOL = 1e-12
 
 
 class LocalSteps:
-    """When and where to refine the incumbent locally.
+    r"""When and where to refine the incumbent locally.
+
+    The step's settings are class attributes; a subclass changes them (and
+    a strategy whose ``make_local_steps`` returns it uses them).
 
     Args:
-        options: The :class:`~treebo.strategies.LocalStepOptions`.
+        options: The :class:`~treebo.add_tree.LocalStepOptions`.
+
+    Attributes:
+        radius: ``bounds``-normalized :math:`\ell_\infty` radius that
+            triggers a local step, and the largest half-width of its box.
+        noise_floor: Lower bound on the local model's noise variance
+            (standardized over the neighbourhood).
+        acquisitions: Acquisitions of successive local steps, cycled:
+            ``"ucb"`` (:math:`\mu + \sqrt{\beta}\sigma`, a step to the
+            local model's optimum) and ``"log_ei"`` (which explores the box).
+        beta: The local UCB weight :math:`\beta`.
 
     Example:
         >>> from treebo import TreeOptimizer
@@ -38,13 +57,20 @@ class LocalSteps:
         ...     params = opt.ask()
         ...     _ = opt.tell(params, problem.objective(params))
         >>> obs = opt.observations()
-        >>> steps = LocalSteps(LocalStepOptions(radius=0.1))
+        >>> steps = LocalSteps(LocalStepOptions())
         >>> step = steps.candidate(obs, obs.X, obs.y, opt.last_model)
         >>> steps.is_near(obs.space, step[0], obs.incumbent)  # within the radius
         True
     """
 
+    radius: ClassVar[float] = 0.05
+    noise_floor: ClassVar[float] = 1e-8
+    acquisitions: ClassVar[tuple[str, ...]] = ("ucb", "log_ei")
+    beta: ClassVar[float] = 0.1
+
     def __init__(self, options: LocalStepOptions) -> None:
+        for name in self.acquisitions:
+            validate_local_acquisition(name, self.beta, ("acquisitions", "beta"))
         self.options = options
 
     def is_due(self, failures: Failures) -> bool:
@@ -54,12 +80,12 @@ class LocalSteps:
 
     def is_near(self, space: TreeSpace, candidate: Tensor, incumbent: Tensor) -> bool:
         """Whether ``candidate`` lies on the incumbent's path within ``radius``."""
-        return linf_distance(space, candidate, incumbent) <= self.options.radius
+        return linf_distance(space, candidate, incumbent) <= self.radius
 
     def next_acquisition(self, kinds: tuple[str, ...]) -> str:
         """The acquisition of the next step (cycled over the local steps so far)."""
         done = sum(kind == "local" for kind in kinds)
-        return self.options.acquisitions[done % len(self.options.acquisitions)]
+        return self.acquisitions[done % len(self.acquisitions)]
 
     def candidate(
         self,
@@ -95,10 +121,10 @@ class LocalSteps:
             observations.space,
             X,
             y,
-            radius=options.radius,
-            noise_floor=options.noise_floor,
+            radius=self.radius,
+            noise_floor=self.noise_floor,
             acquisition=self.next_acquisition(observations.kinds),
-            beta=options.beta,
+            beta=self.beta,
             seed=observations.seed,
             prior_mean=prior_mean,
             prior_resolution=resolution,

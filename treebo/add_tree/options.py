@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
-from treebo.add_tree.local_refinement import validate_local_acquisition
 from treebo.add_tree.optimize import PATH_SELECTIONS
 from treebo.strategies.validation import check_count, check_positive
 
@@ -22,46 +21,32 @@ LOCAL_MEANS = ("constant", "auto")
 @dataclass(frozen=True)
 class LocalStepOptions:
     r"""Local refinement of the incumbent (see
-    :func:`~treebo.optim.local_refinement_candidate`).
+    :class:`~treebo.add_tree.local_steps.LocalSteps`).
 
-    When the global proposal lies on the incumbent's path within ``radius`` of
-    it, the strategy proposes from a GP of the incumbent's neighbourhood
-    instead, with outcomes standardized over that neighbourhood: it resolves
-    differences far below the global model's noise floor.
+    When the global proposal lies on the incumbent's path within 5% of each
+    range of it, the strategy proposes from a GP of the incumbent's
+    neighbourhood instead, with outcomes standardized over that
+    neighbourhood: it resolves differences far below the global model's
+    noise floor. The two settings here are those in which the two Add-Tree
+    strategies differ; the step's own settings (radius, noise floor,
+    acquisitions) are :class:`~treebo.add_tree.local_steps.LocalSteps`'.
 
     Attributes:
-        radius: ``bounds``-normalized :math:`\ell_\infty` radius that triggers
-            a local step, and the largest half-width of its box.
-        noise_floor: Lower bound on the local model's noise variance
-            (standardized over the neighbourhood).
-        acquisitions: Acquisitions of successive local steps, cycled:
-            ``"ucb"`` (:math:`\mu + \sqrt{\beta}\sigma`, a step to the local
-            model's optimum) and ``"log_ei"`` (which explores the box).
-        beta: The local UCB weight :math:`\beta`.
         mean: The local model's prior mean: ``"auto"`` fits the residuals of
             the global model's posterior mean while the neighbourhood's values
             spread more than the global model's noise, ``"constant"`` never.
         patience: If positive, a local step also follows this many global
             proposals in a row that did not improve the incumbent.
+
+    Example:
+        >>> LocalStepOptions(patience=2).mean
+        'auto'
     """
 
-    radius: float = 0.05
-    noise_floor: float = 1e-8
-    acquisitions: tuple[str, ...] = ("ucb", "log_ei")
-    beta: float = 0.1
     mean: Literal["constant", "auto"] = "auto"
     patience: int = 0
 
     def __post_init__(self) -> None:
-        check_positive(self.radius, "radius")
-        check_positive(self.noise_floor, "noise_floor")
-        if isinstance(self.acquisitions, str):
-            object.__setattr__(self, "acquisitions", (self.acquisitions,))
-        if not self.acquisitions:
-            raise ValueError("acquisitions must name at least one acquisition.")
-        object.__setattr__(self, "acquisitions", tuple(self.acquisitions))
-        for name in self.acquisitions:
-            validate_local_acquisition(name, self.beta, ("acquisitions", "beta"))
         if self.mean not in LOCAL_MEANS:
             raise ValueError(f"mean must be one of {LOCAL_MEANS}, got {self.mean!r}.")
         check_count(self.patience, "patience", 0)

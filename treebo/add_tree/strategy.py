@@ -91,13 +91,18 @@ class AddTreeStrategy(Strategy):
         self.fitter = self.make_fitter()
         self.alternative_fitters = [self.make_fitter() for _ in opts.alternatives()]
         self.kernel_options = opts.kernel  # of the model in use
-        self.local = (
-            None if self.options.local is None else LocalSteps(self.options.local)
-        )
+        self.local = self.make_local_steps()
         self.last_model: AddTreeGP | None = None
         self.timings: dict[str, float] = {}
 
     # ----------------------------------------------------------------- model
+    def make_local_steps(self) -> LocalSteps | None:
+        """The local refinement of ``options.local`` (``None``: none; a
+        subclass may return a :class:`LocalSteps` subclass with other step
+        settings)."""
+        local = self.options.local
+        return None if local is None else LocalSteps(local)
+
     def make_fitter(self) -> WarmStartFit:
         """The fitter of a model: marginal likelihood, warm-started from its
         last fit (a subclass may fit otherwise, e.g.

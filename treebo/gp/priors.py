@@ -1,4 +1,4 @@
-"""Priors that follow their module's device and dtype.
+"""Priors that follow their module to another device.
 
 GPyTorch's ``LogNormalPrior`` keeps ``loc`` and ``scale`` as buffers, but the
 ``Normal`` distribution underneath holds its own references, so
@@ -21,15 +21,20 @@ from torch import Tensor
 class LogNormalPrior(_GPyTorchLogNormalPrior):
     """GPyTorch's ``LogNormalPrior`` whose distribution moves with the module.
 
+    The distribution follows the module's device and keeps the dtype it was
+    made with, so that the log density, and with it a fit, is the same
+    wherever the model runs.
+
     Example:
         >>> import torch
         >>> prior = LogNormalPrior(torch.zeros(2, 3), torch.ones(2, 3))
-        >>> prior.to(torch.float16).base_dist.loc.dtype
-        torch.float16
+        >>> prior.to(torch.float64).base_dist.loc.dtype
+        torch.float32
     """
 
     def _apply(self, fn: Callable[[Tensor], Tensor], *args: Any, **kwargs: Any):
         super()._apply(fn, *args, **kwargs)
-        self.base_dist.loc = fn(self.base_dist.loc)
-        self.base_dist.scale = fn(self.base_dist.scale)
+        for name in ("loc", "scale"):
+            value = getattr(self.base_dist, name)
+            setattr(self.base_dist, name, fn(value).to(dtype=value.dtype))
         return self
