@@ -63,7 +63,7 @@ with tempfile.TemporaryDirectory() as tmp:
 opt = TreeOptimizer(space, seed=0)
 for trial in result.history:
     opt.tell(trial.params, trial.value)
-model = opt.fit_model()
+model = opt.strategy.fit(opt.observations())  # the fitted AddTreeGP
 probe = space.sample(1, seed=1)  # any row: each vertex reads its own columns
 post = model.vertex_posterior(probe)
 for v in space.tree.vertices:
