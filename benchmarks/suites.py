@@ -69,7 +69,7 @@ SUITES: dict[str, Suite] = {
     ),
     "model_selection": Suite(
         "Model selection by cross-validation (P9, real data)",
-        "Five scikit-learn model families with their hyper-parameters and a "
+        "Six scikit-learn model families with their hyper-parameters and a "
         "preprocessing choice, scored by 3-fold CV error on digits and "
         "breast_cancer; the best CV error so far (the optimum is unknown).",
         ("p9_digits", "p9_cancer"),
