@@ -77,10 +77,11 @@ def minimize_box(
         bounds: ``2 x d`` lower and upper bounds.
         budget: Number of evaluations.
         seed: Seed for reproducibility.
-        model: The strategy (default ``"tree_additive"``, for functions of many
-            variables that interact mostly in pairs).
-        **kwargs: Passed to :func:`~treebo.minimize` (``options``,
-            ``maximize``, ``n_initial``, ``checkpoint``, ``n_workers``, ...).
+        model: The strategy: a name (default ``"tree_additive"``, for
+            functions of many variables that interact mostly in pairs), its
+            options (e.g. ``TreeAdditiveOptions(edges=...)``) or a Strategy.
+        **kwargs: Passed to :func:`~treebo.minimize` (``maximize``,
+            ``n_initial``, ``checkpoint``, ``n_workers``, ...).
 
     Returns:
         A :class:`BoxResult`.
