@@ -17,7 +17,10 @@ def test_check_count_refuses_naming_the_option(value):
         check_count(value, "num_restarts", 1)
 
 
-def test_valid_values_pass():
-    check_positive(1e-9, "x")
-    check_positive(3, "x")
-    check_count(0, "x", 0)
+def test_valid_values_pass_and_the_minimum_is_the_boundary():
+    # Each call returns (None) instead of raising.
+    assert check_positive(1e-9, "x") is None
+    assert check_positive(3, "x") is None
+    assert check_count(0, "x", 0) is None
+    with pytest.raises(ValueError, match="x must be an integer >= 1"):
+        check_count(0, "x", 1)
