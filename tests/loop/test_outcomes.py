@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from treebo import TreeOptimizer
-from treebo.loop.outcomes import parse_outcome, standardize_scores
+from treebo.loop.outcomes import parse_outcome, raise_far_out, standardize_scores
 from treebo.strategies import AddTreeOptions
 from treebo.test_functions import Jenatton
 
@@ -68,6 +68,34 @@ def test_standardized_scores_do_not_see_scale_or_shift(c, b):
     out = standardize_scores(c * s + b)
     assert out.isfinite().all()
     torch.testing.assert_close(out, standardize_scores(s), rtol=0, atol=1e-9)
+
+
+def test_one_diverged_score_leaves_the_others_spread():
+    s = torch.linspace(0.0, 1.0, 27, dtype=torch.float64)
+    out = standardize_scores(torch.cat([s, s.new_tensor([-1e300])]))
+    # Without the fence the 27 good scores would all sit within 1e-290 of
+    # each other; with it they keep the spread and order of the clean run.
+    assert out[:27].std() > 0.5
+    assert bool((out[:27].diff() > 0).all())
+    assert out[27] == out.min()
+
+
+@pytest.mark.parametrize("c, b", [(1e-6, 5.0), (1e250, -1.0), (7.0, 0.0)])
+def test_the_fence_moves_with_scale_and_shift(c, b):
+    s = torch.tensor([0.3, 2.0, -0.4, 1.1, -50.0, 0.9, 1.7], dtype=torch.float64)
+    raised = raise_far_out(s)
+    assert raised[4] > -50.0 and raised[4] == raised.min()
+    torch.testing.assert_close(raise_far_out(c * s + b), c * raised + b)
+    torch.testing.assert_close(
+        standardize_scores(c * s + b), standardize_scores(s), rtol=0, atol=1e-9
+    )
+
+
+def test_nothing_is_raised_when_the_quartiles_tie_or_the_bad_tail_is_near():
+    tied = torch.tensor([1.0, 1.0, 1.0, 1.0, -9.0], dtype=torch.float64)
+    assert torch.equal(raise_far_out(tied), tied)
+    near = torch.tensor([0.0, 1.0, 2.0, 3.0, -2.0], dtype=torch.float64)
+    assert torch.equal(raise_far_out(near), near)
 
 
 def test_huge_values_keep_the_model_finite_and_in_charge():

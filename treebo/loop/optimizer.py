@@ -310,6 +310,7 @@ class TreeOptimizer:
         """Encoded inputs and standardized scores to maximize (``n x d``, ``n x 1``).
 
         Scores are ``value`` when maximizing and ``-value`` when minimizing,
+        with far-out bad scores raised to the bulk's lower fence and then
         standardized over the successful trials (zero mean, unit variance; see
         :func:`~treebo.loop.outcomes.standardize_scores`), so that ``c * f + b``
         gives the same proposals as ``f`` for any ``c > 0``; failed trials

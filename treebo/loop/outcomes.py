@@ -5,6 +5,10 @@ or a failure with its reason. :func:`standardize_scores` maps the successful
 values to zero mean and unit variance before any model sees them, so that the
 loop makes the same proposals for :math:`c f + b` as for :math:`f` (any
 :math:`c > 0`, up to round-off), however small or large the values' spread.
+Before that, :func:`raise_far_out` lifts scores far below the bulk (a training
+run that diverged, a simulator that blew up) to the bulk's lower fence: the
+model has to resolve the good scores, and one value of ``-1e300`` would
+otherwise leave all the others at the same standardized number.
 
 Example:
     >>> parse_outcome(0.5)
@@ -54,10 +58,48 @@ def parse_outcome(value: Any) -> tuple[float | None, str | None]:
     return value, None
 
 
+#: Scores more than this many interquartile ranges below the first quartile
+#: (Tukey's "far out" fence) are raised to the fence.
+FAR_OUT = 3.0
+
+
+def raise_far_out(scores: Tensor) -> Tensor:
+    r"""Scores to maximize with the far-out low ones raised to the lower fence.
+
+    With quartiles :math:`q_1, q_3` of ``scores``, the fence is
+    :math:`L = q_1 - 3 (q_3 - q_1)` and the result is :math:`\max(s_i, L)`.
+    Only the bad tail is touched: how bad a diverged evaluation was says
+    nothing about where the optimum is, while the spread of the good scores
+    is what the model must resolve. The fence moves with :math:`c s + b`
+    (:math:`c > 0`), so the result does too. With :math:`q_1 = q_3` (half the
+    scores tied) nothing is raised.
+
+    Args:
+        scores: ``n`` finite scores.
+
+    Returns:
+        ``n`` scores, none below the fence.
+
+    Example:
+        >>> import torch
+        >>> s = torch.tensor([1.0, 2.0, 3.0, 4.0, -1e300], dtype=torch.float64)
+        >>> raise_far_out(s).tolist()
+        [1.0, 2.0, 3.0, 4.0, -5.0]
+    """
+    if scores.numel() < 4:
+        return scores
+    q1, q3 = torch.quantile(scores, scores.new_tensor([0.25, 0.75])).unbind()
+    spread = q3 - q1
+    if not bool(spread.isfinite() & (spread > 0)):
+        return scores
+    return scores.clamp_min(q1 - FAR_OUT * spread)
+
+
 def standardize_scores(scores: Tensor) -> Tensor:
     r"""Successful scores at zero mean and unit variance; failures at the worst.
 
-    With :math:`s_i` the successful scores, :math:`a = \max_i |s_i|` and
+    The successful scores first pass :func:`raise_far_out`. With :math:`s_i`
+    those scores, :math:`a = \max_i |s_i|` and
     :math:`z_i = s_i / a`, returns :math:`(z_i - \bar z) / \mathrm{sd}(z)`
     (unbiased standard deviation), which equals :math:`(s_i - \bar s) /
     \mathrm{sd}(s)` but neither overflows for values near the float64
@@ -74,7 +116,7 @@ def standardize_scores(scores: Tensor) -> Tensor:
     ok = ~scores.isnan()
     if not bool(ok.any()):
         return torch.zeros_like(scores)
-    good = scores[ok]
+    good = raise_far_out(scores[ok])
     peak = good.abs().max()
     z = good / peak if bool(peak > 0) else good
     z = z - z.mean()
