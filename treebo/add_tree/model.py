@@ -307,6 +307,12 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
             raise RuntimeError("call model.eval() before posterior_mean_variance.")
         cache = self.solve_cache()
         Z = self.transform_inputs(X) if hasattr(self, "input_transform") else X
+        shape = Z.shape[:-1]
+        if cache["X"].dim() == 2:
+            # One model: the moments of a point do not depend on the others,
+            # so every query is one row of a single N x n cross-covariance
+            # (a batch of N single-point grams costs several times more).
+            Z = Z.reshape(1, -1, Z.shape[-1])
         kernel = self.covar_module
         kzx = kernel.forward(Z, cache["X"])  # batch x q x n
         mean = (kzx @ cache["alpha"].unsqueeze(-1)).squeeze(-1)
@@ -315,6 +321,8 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
             cache["L"], kzx.transpose(-1, -2), upper=False
         )
         var = (kernel.forward(Z, Z, diag=True) - w.pow(2).sum(-2)).clamp_min(0.0)
+        if cache["X"].dim() == 2:
+            mean, var = mean.reshape(shape), var.reshape(shape)
         return self.untransform_moments(mean, var)
 
     def posterior(

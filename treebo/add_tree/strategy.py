@@ -235,13 +235,34 @@ class AddTreeStrategy(Strategy):
         self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
         return Proposal(candidate, kind)
 
+    def acquisition_of(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
+        """The acquisition function of ``model`` fitted to scores ``y``:
+        LogEI over the best score."""
+        return LogExpectedImprovement(model, best_f=y.max())
+
+    def acquisition(self, observations: Observations) -> AcquisitionFunction:
+        """The acquisition function on the global model, with pending
+        configurations believed at its prediction (what a pool is scored
+        with; local steps apply to continuous spaces only)."""
+        obs = observations
+        model, y = self.fit(obs), obs.y
+        if obs.X_pending.shape[0]:
+            model, _, y = believe_pending(
+                model,
+                obs.X,
+                y,
+                obs.X_pending,
+                lambda Xa, ya, floor: self.build_model(obs.space, Xa, ya, floor),
+            )
+        return self.acquisition_of(model, y)
+
     def optimize_acquisition(
         self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
     ) -> TreeCandidate:
         """Maximize LogEI: over every path (``num_restarts // 2`` starts each)
         where the space has few paths and only real parameters, else by
         alternating continuous and discrete steps."""
-        acqf: AcquisitionFunction = LogExpectedImprovement(model, best_f=y.max())
+        acqf = self.acquisition_of(model, y)
         opts = self.options
         if not lists_paths(observations.space):
             return self.optimize_mixed(acqf, observations, around)
@@ -297,6 +318,10 @@ class AddTreeUCBStrategy(AddTreeStrategy):
     name = "add_tree_ucb"
     options_type = AddTreeUCBOptions
 
+    def acquisition_of(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
+        """The sum of the vertex UCBs along a point's path."""
+        return AddTreeUCB(model, beta=self.options.beta, maximize=True)
+
     def optimize_acquisition(
         self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
     ) -> TreeCandidate:
@@ -306,7 +331,7 @@ class AddTreeUCBStrategy(AddTreeStrategy):
         vertex UCBs along a point's path, maximized by alternating continuous
         and discrete steps."""
         opts = self.options
-        acqf = AddTreeUCB(model, beta=opts.beta, maximize=True)
+        acqf = self.acquisition_of(model, y)
         space = observations.space
         if space.integer_columns or space.categorical_columns:
             return self.optimize_mixed(acqf, observations, around)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from treebo.loop.checkpoint import Journal, run_identity
 from treebo.loop.design import default_initial_size, initial_design
 from treebo.loop.history import History, OptimizationResult, Trial
 from treebo.loop.outcomes import parse_outcome, standardize_scores
+from treebo.optim.pool import rows_matching
 from treebo.space import TreeSpace
 from treebo.space.parameters import as_real_number
 from treebo.strategies.base import Observations, Strategy, make_strategy
@@ -148,25 +149,51 @@ class TreeOptimizer:
         self._warned_failures = False
 
     # ---------------------------------------------------------- ask/tell
-    def ask(self) -> dict[str, Any]:
+    def ask(
+        self, candidates: Sequence[Mapping[str, Any]] | Tensor | None = None
+    ) -> dict[str, Any]:
         """The next configuration to evaluate (a dict of active parameters).
 
         Parallel or asynchronous workers may call ``ask`` again before telling
         earlier results: configurations asked for and not yet told are
         pending, and the strategy treats them as observed at the model's
         predicted value, so the workers get different configurations.
+
+        Args:
+            candidates: A pool to choose from (a tabular benchmark, a
+                pre-computed design, the settings a lab can run): a list of
+                configurations, or their ``m x d`` encoding
+                (``space.to_tensor(configs)``, faster for large pools). The
+                answer is then a pool configuration that is neither evaluated
+                nor pending: a random one during the initial design, else the
+                one of highest acquisition value (scored in chunks, so pools
+                of 10^5 configurations and more fit in memory).
+
+        Raises:
+            ValueError: If ``candidates`` is empty, is not a configuration
+                list or encoding of this space, or holds nothing that is not
+                evaluated or pending.
         """
         n_done = len(self.history) + len(self._pending)
+        fresh = None if candidates is None else self._fresh(candidates)
         seconds = 0.0
         if n_done < self.n_initial:
-            params, kind = self._initial_design[n_done], "initial"
+            if fresh is None:
+                params, kind = self._initial_design[n_done], "initial"
+            else:
+                params, kind = self._random_row(fresh, n_done), "initial"
         elif not any(t.status == "ok" for t in self.history):
             # Nothing succeeded yet: keep exploring at random.
-            params, kind = self._random(n_done), "initial"
+            params, kind = self._random(n_done, fresh), "initial"
         else:
             t0 = time.perf_counter()
             try:
-                proposal = self.strategy.propose(self.observations())
+                obs = self.observations()
+                if fresh is None:
+                    proposal = self.strategy.propose(obs)
+                else:
+                    pool = fresh.to(self.device, self.dtype)
+                    proposal = self.strategy.propose_from(obs, pool)
                 candidate = proposal.candidate.detach().cpu().to(torch.float64)
                 if not bool(candidate.isfinite().all()):
                     raise ModelFittingError("the proposal is not finite")
@@ -179,7 +206,7 @@ class TreeOptimizer:
                     RuntimeWarning,
                     stacklevel=2,
                 )
-                params, kind = self._random(n_done), "random"
+                params, kind = self._random(n_done, fresh), "random"
             seconds = time.perf_counter() - t0
             self._journal_state()
         # The encoding of the dict (not the candidate): what tell() will see.
@@ -303,8 +330,80 @@ class TreeOptimizer:
     def _seed_for(self, n: int) -> int:
         return (0 if self.seed is None else self.seed) * 100_003 + n
 
-    def _random(self, n: int) -> dict[str, Any]:
+    def _random(self, n: int, fresh: Tensor | None = None) -> dict[str, Any]:
+        if fresh is not None:
+            return self._random_row(fresh, n)
         return self.space.to_dicts(self.space.sample(1, seed=self._seed_for(n)))[0]
+
+    def _random_row(self, pool: Tensor, n: int) -> dict[str, Any]:
+        generator = torch.Generator().manual_seed(self._seed_for(n))
+        index = int(torch.randint(pool.shape[0], (1,), generator=generator))
+        return self.space.to_dict(pool[index])
+
+    def encode_candidates(
+        self, candidates: Sequence[Mapping[str, Any]] | Tensor
+    ) -> Tensor:
+        """A pool of configurations as ``m x d`` canonical encodings.
+
+        Args:
+            candidates: Configurations (dicts), or their encoding
+                (``space.to_tensor(configs)``); encoded rows may hold any
+                value in inactive columns.
+
+        Raises:
+            ValueError: If the pool is empty or an encoded row is not a
+                configuration of the space (wrong width, not finite, out of
+                bounds, a value between a categorical's codes or an integer's
+                steps); :class:`~treebo.space.ConfigurationError` naming the
+                parameter for an invalid dict.
+        """
+        space = self.space
+        if isinstance(candidates, Tensor):
+            pool = candidates.detach().to("cpu", torch.float64)
+            if pool.dim() != 2 or pool.shape[-1] != space.dim:
+                raise ValueError(
+                    f"candidates must be an m x {space.dim} encoding, got shape "
+                    f"{tuple(pool.shape)}."
+                )
+            if not bool(pool.isfinite().all()):
+                raise ValueError("candidates holds values that are not finite.")
+            canonical = space.canonicalize(pool)
+            width = (space.bounds[1] - space.bounds[0]).clamp_min(1e-300)
+            moved = ((canonical - pool).abs() / width > PENDING_MATCH_TOL) & (
+                space.column_activity(pool)
+            )
+            if bool(moved.any()):
+                row, column = (int(i) for i in moved.nonzero()[0])
+                raise ValueError(
+                    f"candidates row {row} is not a configuration of the space: "
+                    f"{space.parameter_names[column]!r} = {float(pool[row, column])} "
+                    "is out of bounds or between its allowed values (encode "
+                    "configurations with space.to_tensor)."
+                )
+            pool = canonical
+        elif isinstance(candidates, Mapping) or isinstance(candidates, str):
+            raise ValueError(
+                "candidates must be a list of configurations or their encoding, "
+                f"got a {type(candidates).__name__}."
+            )
+        else:
+            pool = space.to_tensor(list(candidates))
+        if pool.shape[0] == 0:
+            raise ValueError("candidates is empty.")
+        return pool
+
+    def _fresh(self, candidates: Sequence[Mapping[str, Any]] | Tensor) -> Tensor:
+        """The rows of the pool that are neither evaluated nor pending."""
+        pool = self.encode_candidates(candidates)
+        seen = [self.history.X] + [p["x"].unsqueeze(0) for p in self._pending]
+        width = self.space.bounds[1] - self.space.bounds[0]
+        taken = rows_matching(pool, torch.cat(seen), width, PENDING_MATCH_TOL)
+        if bool(taken.all()):
+            raise ValueError(
+                f"every one of the {pool.shape[0]} configurations in candidates "
+                "has been evaluated or is pending."
+            )
+        return pool[~taken]
 
     def training_data(self) -> tuple[Tensor, Tensor]:
         """Encoded inputs and standardized scores to maximize (``n x d``, ``n x 1``).

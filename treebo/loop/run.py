@@ -7,7 +7,7 @@ import pickle
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
     Executor,
@@ -17,6 +17,8 @@ from concurrent.futures import (
     wait,
 )
 from typing import Any
+
+from torch import Tensor
 
 from treebo.loop.history import OptimizationResult, Trial
 from treebo.loop.optimizer import TreeOptimizer
@@ -65,6 +67,7 @@ def minimize(
     executor: Executor | None = None,
     callback: Callable[[Trial], None] | None = None,
     progress: bool = False,
+    candidates: Sequence[Mapping[str, Any]] | Tensor | None = None,
 ) -> OptimizationResult:
     """Minimize (or maximize) ``objective`` over ``space`` with ``budget`` evaluations.
 
@@ -103,6 +106,11 @@ def minimize(
             a GPU or a remote job).
         callback: Called with each new :class:`Trial`.
         progress: Print a progress bar to stderr.
+        candidates: Evaluate only configurations of this pool (a tabular
+            benchmark, a pre-computed design, the settings a lab can run),
+            each at most once: a list of configurations or their ``m x d``
+            encoding (``space.to_tensor(configs)``); see
+            :meth:`TreeOptimizer.ask`.
 
     Returns:
         An :class:`OptimizationResult`.
@@ -136,6 +144,13 @@ def minimize(
         checkpoint=checkpoint,
     )
 
+    choices = None if candidates is None else opt.encode_candidates(candidates)
+    if choices is not None and budget > choices.shape[0]:
+        raise ValueError(
+            f"budget ({budget}) exceeds the {choices.shape[0]} configurations in "
+            "candidates (each is evaluated at most once)."
+        )
+
     def record(params: dict[str, Any], value: Any, seconds: float) -> None:
         trial = opt.tell(params, value, eval_seconds=seconds)
         if callback is not None:
@@ -146,7 +161,7 @@ def minimize(
 
     if executor is None and n_workers == 1:
         while len(opt.history) < budget:
-            params = opt.ask()
+            params = opt.ask(choices)
             record(params, *_evaluate(objective, dict(params)))
         return opt.result()
 
@@ -164,7 +179,7 @@ def minimize(
     try:
         while len(opt.history) < budget:
             while len(running) < n_workers and len(opt.history) + len(running) < budget:
-                params = opt.ask()
+                params = opt.ask(choices)
                 running[pool.submit(_evaluate, objective, dict(params))] = params
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:

@@ -29,8 +29,10 @@ from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any, ClassVar
 
 import torch
+from botorch.acquisition import AcquisitionFunction
 from torch import Tensor
 
+from treebo.optim.pool import optimize_acqf_pool
 from treebo.space import ConfigurationError, TreeSpace
 
 #: Relative tolerance (of each column's range) under which a proposal repeats
@@ -152,6 +154,32 @@ class Strategy(ABC):
         Raise :class:`botorch.exceptions.ModelFittingError` when no model can
         be fitted; the loop then proposes a random configuration.
         """
+
+    def acquisition(self, observations: Observations) -> AcquisitionFunction:
+        """The acquisition function, on a model fitted to ``observations``
+        (pending configurations included), that :meth:`propose_from` scores
+        a pool with.
+
+        Raises:
+            ConfigurationError: If the strategy has none (the default).
+        """
+        raise ConfigurationError(
+            f"model={self.name!r} cannot choose among candidates: its strategy "
+            "defines no acquisition function to score them with."
+        )
+
+    def propose_from(self, observations: Observations, candidates: Tensor) -> Proposal:
+        """The next configuration among ``candidates``: the row of highest
+        :meth:`acquisition` value (scored in chunks:
+        :func:`~treebo.optim.pool.optimize_acqf_pool`).
+
+        Args:
+            observations: As for :meth:`propose`.
+            candidates: ``m x d`` valid encodings, none evaluated or pending,
+                on the observations' device and dtype.
+        """
+        index, _ = optimize_acqf_pool(self.acquisition(observations), candidates)
+        return Proposal(candidates[index], "bo")
 
     def options_dict(self) -> dict[str, Any]:
         """The options as plain data (written into checkpoints)."""

@@ -30,6 +30,7 @@ from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
 from treebo.gp.fit import noise_floor_likelihood
+from treebo.optim.pool import optimize_acqf_pool
 from treebo.space import TreeSpace
 from treebo.strategies.base import (
     REPEAT_TOL,
@@ -202,20 +203,35 @@ class TreeAdditiveStrategy(Strategy):
                 self.timings["fit"] += time.perf_counter() - t2
         return model
 
-    def propose(self, observations: Observations) -> Proposal:
-        obs = observations
+    def unit_acquisition(self, obs: Observations) -> TreeAdditiveUCB:
+        """The additive UCB of the model fitted to ``obs``, pending
+        configurations believed, on inputs scaled to the unit cube."""
         bounds = obs.space.bounds.to(obs.X)
         low, width = bounds[0], bounds[1] - bounds[0]
         X = (obs.X - low) / width
         model = self._model(obs, X)
         if not all(bool(p.isfinite().all()) for p in model.parameters()):
             raise ModelFittingError("the tree-additive GP has non-finite parameters")
-        t0 = time.perf_counter()
         if obs.X_pending.shape[0]:
             pending = (obs.X_pending.to(X) - low) / width
             model, _, _ = believe_pending(model, X, obs.y, pending, self._build)
+        self.last_model = model
         beta = BETA_SCALE * math.log(2 * obs.X.shape[0])
-        acqf = TreeAdditiveUCB(model, beta=beta)
+        return TreeAdditiveUCB(model, beta=beta)
+
+    def propose_from(self, observations: Observations, candidates: Tensor) -> Proposal:
+        """The candidate of highest additive UCB."""
+        bounds = observations.space.bounds.to(candidates)
+        unit = (candidates - bounds[0]) / (bounds[1] - bounds[0])
+        index, _ = optimize_acqf_pool(self.unit_acquisition(observations), unit)
+        return Proposal(candidates[index], "bo")
+
+    def propose(self, observations: Observations) -> Proposal:
+        obs = observations
+        bounds = obs.space.bounds.to(obs.X)
+        low, width = bounds[0], bounds[1] - bounds[0]
+        acqf = self.unit_acquisition(obs)
+        t0 = time.perf_counter()
         unit = torch.stack([torch.zeros_like(low), torch.ones_like(low)])
         points, _ = optimize_acqf_zooming(
             acqf,
@@ -231,7 +247,6 @@ class TreeAdditiveStrategy(Strategy):
         fresh = [
             c for c in candidates if not is_observed(obs.space, c, obs.X, REPEAT_TOL)
         ]
-        self.last_model = model
         self.timings["optimize"] = time.perf_counter() - t0
         return Proposal((fresh[0] if fresh else candidates[0]).detach(), "bo")
 

@@ -21,7 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from botorch.acquisition import LogExpectedImprovement, qLogExpectedImprovement
+from botorch.acquisition import (
+    AcquisitionFunction,
+    LogExpectedImprovement,
+    qLogExpectedImprovement,
+)
 from botorch.exceptions import ModelFittingError
 from botorch.sampling import SobolQMCNormalSampler
 
@@ -154,21 +158,26 @@ class TreedStrategy(Strategy):
         self.last_model = model.eval()
         return model
 
+    def acquisition(self, observations: Observations) -> AcquisitionFunction:
+        """LogEI on the treed GP fitted to ``observations``; with pending
+        configurations, Monte Carlo qLogEI over them."""
+        obs = observations
+        model = self.fit(obs)
+        best_f = obs.y.max()
+        if not obs.X_pending.shape[0]:
+            return LogExpectedImprovement(model, best_f=best_f)
+        return qLogExpectedImprovement(
+            model,
+            best_f=best_f,
+            sampler=SobolQMCNormalSampler(torch.Size([128]), seed=obs.seed),
+            X_pending=obs.X_pending.to(obs.X),
+        )
+
     def propose(self, observations: Observations) -> Proposal:
         t0 = time.perf_counter()
         obs = observations
-        model = self.fit(obs)
+        acqf = self.acquisition(obs)
         t1 = time.perf_counter()
-        best_f = obs.y.max()
-        if obs.X_pending.shape[0]:
-            acqf = qLogExpectedImprovement(
-                model,
-                best_f=best_f,
-                sampler=SobolQMCNormalSampler(torch.Size([128]), seed=obs.seed),
-                X_pending=obs.X_pending.to(obs.X),
-            )
-        else:
-            acqf = LogExpectedImprovement(model, best_f=best_f)
         candidate, _ = optimize_acqf_sobol(
             acqf,
             obs.space.bounds.to(obs.X),

@@ -1,0 +1,119 @@
+"""Choosing from a pool of configurations: ``ask(candidates=)``, ``minimize``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from treebo import TreeOptimizer, minimize
+from treebo.space import ConfigurationError, Real, TreeSpace, Vertex
+from treebo.strategies import AddTreeOptions, Observations, Proposal, Strategy
+from treebo.test_functions import Jenatton
+
+FAST = AddTreeOptions(num_restarts=4, raw_samples=64)
+
+
+def encoded(space: TreeSpace, configs: list[dict]) -> set[tuple[float, ...]]:
+    return {tuple(row.tolist()) for row in space.to_tensor(configs)}
+
+
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_every_answer_is_a_fresh_pool_configuration_until_the_pool_runs_out(
+    as_tensor,
+):
+    problem = Jenatton()
+    configs = problem.space.to_dicts(problem.space.sample(14, seed=4))
+    pool = problem.space.to_tensor(configs) if as_tensor else configs
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=4, model=FAST)
+    asked = []
+    for _ in range(14):
+        params = opt.ask(candidates=pool)
+        asked.append(params)
+        opt.tell(params, problem.objective(params))
+    assert encoded(problem.space, asked) == encoded(problem.space, configs)
+    assert [t.kind for t in opt.history].count("bo") == 10
+    with pytest.raises(ValueError, match="every one of the 14 configurations"):
+        opt.ask(candidates=pool)
+
+
+def test_pending_configurations_are_not_asked_again():
+    problem = Jenatton()
+    configs = problem.space.to_dicts(problem.space.sample(40, seed=5))
+    opt = TreeOptimizer(problem.space, seed=1, n_initial=3, model=FAST)
+    for _ in range(4):
+        params = opt.ask(candidates=configs)
+        opt.tell(params, problem.objective(params))
+    first, second = opt.ask(candidates=configs), opt.ask(candidates=configs)
+    assert first != second
+    taken = encoded(problem.space, [t.params for t in opt.history])
+    assert not encoded(problem.space, [first, second]) & taken
+    assert encoded(problem.space, [first, second]) <= encoded(problem.space, configs)
+
+
+def test_the_pool_optimum_is_found_by_the_model_not_by_luck():
+    # f has its minimum at the pool's row 0; 25 of 2000 evaluations find it.
+    space = TreeSpace(Vertex([Real("a", 0.0, 1.0), Real("b", 0.0, 1.0)]))
+    pool = space.sample(2000, seed=2)
+    target = pool[0]
+
+    def f(params):
+        return (params["a"] - target[0].item()) ** 2 + (
+            params["b"] - target[1].item()
+        ) ** 2
+
+    result = minimize(f, space, budget=25, seed=0, candidates=pool, model=FAST)
+    assert result.best_value == pytest.approx(0.0, abs=1e-12)
+    assert encoded(space, [t.params for t in result.history]) <= {
+        tuple(r.tolist()) for r in pool
+    }
+
+
+def test_inactive_columns_of_an_encoded_pool_may_hold_anything():
+    problem = Jenatton()
+    pool = problem.space.sample(30, seed=6)
+    active = problem.space.column_activity(pool)
+    noisy = torch.where(active, pool, torch.rand_like(pool))
+    opt = TreeOptimizer(problem.space, seed=0, model=FAST)
+    params = opt.ask(candidates=noisy)
+    assert encoded(problem.space, [params]) <= encoded(
+        problem.space, problem.space.to_dicts(pool)
+    )
+
+
+def test_bad_pools_are_refused_with_the_reason():
+    problem = Jenatton()
+    space = problem.space
+    opt = TreeOptimizer(space, seed=0)
+    pool = space.sample(5, seed=0)
+    with pytest.raises(ValueError, match="candidates is empty"):
+        opt.ask(candidates=[])
+    with pytest.raises(ValueError, match=r"m x 9 encoding"):
+        opt.ask(candidates=pool[:, :4])
+    with pytest.raises(ValueError, match="not finite"):
+        opt.ask(candidates=pool.index_fill(1, torch.tensor([0]), float("nan")))
+    beyond = pool.clone()
+    beyond[3, 0] = 5.0  # x1, the root choice, has codes 0 and 1
+    with pytest.raises(ValueError, match="row 3 is not a configuration.*'x1'"):
+        opt.ask(candidates=beyond)
+    with pytest.raises(ValueError, match="list of configurations"):
+        opt.ask(candidates={"x1": 0})
+    with pytest.raises(ConfigurationError, match="x1"):
+        opt.ask(candidates=[{"x1": 7}])
+    with pytest.raises(ValueError, match=r"budget \(6\) exceeds the 5"):
+        minimize(problem.objective, space, budget=6, candidates=pool)
+
+
+def test_a_strategy_without_an_acquisition_says_it_cannot_choose_from_a_pool():
+    class Greedy(Strategy):
+        name = "greedy"
+        options_type = type(None)
+
+        def propose(self, observations: Observations) -> Proposal:
+            return Proposal(observations.incumbent, "bo")
+
+    space = TreeSpace(Vertex([Real("a", 0.0, 1.0)]))
+    opt = TreeOptimizer(space, seed=0, n_initial=1, model=Greedy())
+    pool = space.sample(10, seed=0)
+    opt.tell(opt.ask(candidates=pool), 1.0)
+    with pytest.raises(ConfigurationError, match="model='greedy' cannot choose"):
+        opt.ask(candidates=pool)

@@ -1,0 +1,83 @@
+"""HPO-B's conditional spaces: decoding every pool row, the regret, one run."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("bocode")
+
+from benchmarks import hpob  # noqa: E402
+from benchmarks.problems.hpob import (  # noqa: E402
+    COLUMNS,
+    TEST_TASKS,
+    HPOBTask,
+    _tables,
+    decode,
+    encode,
+    space_of,
+)
+
+#: One task per conditional space (the largest pools of SVM and XGBoost).
+ONE_PER_SPACE = ["5527_9914", "5891_3492", "5906_3918", "5971_43", "6767_146065"]
+
+
+@pytest.mark.parametrize("key", ONE_PER_SPACE)
+def test_every_pool_row_is_a_configuration_of_its_space_and_back(key):
+    space_id = key.split("_")[0]
+    table = _tables()[key][:, :-1]
+    space = space_of(space_id)
+    configs = [decode(space_id, row) for row in table]
+    encoded = space.to_tensor(configs)  # validates every configuration
+    assert encoded.shape == (table.shape[0], space.dim)
+    assert all(space.validate(c) == c for c in configs[:500])
+    back = np.stack([encode(space_id, c) for c in space.to_dicts(encoded)])
+    np.testing.assert_array_equal(back, table)
+
+
+def test_the_branches_switch_the_parameters_hpob_marks_missing():
+    svm = decode("5527", np.array([0.5, 0.0, 1.0, 0.4, 0.0, 0.0, 0.0, 1.0]))
+    assert svm == {
+        "kernel": "polynomial", "cost": 0.5, "degree_set": "tuned", "degree": 0.4
+    }  # fmt: skip
+    linear = decode("5891", np.array([0.2, 0.0, 1.0, 0.0, 1.0, 0.0, 1.0, 0.0]))
+    assert linear == {"kernel": "linear", "cost": 0.2}
+    with pytest.raises(ValueError, match="gamma is set on a branch"):
+        decode("5527", np.array([0.2, 0.3, 0.0, 0.0, 1.0, 0.0, 1.0, 0.0]))
+    names = COLUMNS["5906"]
+    row = np.zeros(len(names))
+    row[names.index("booster.ohe._gblinear")] = 1.0
+    for name in ("max_depth", "min_child_weight", "colsample_bytree"):
+        row[names.index(f"{name}.na")] = 1.0
+    with pytest.raises(ValueError, match="colsample_bylevel is set"):
+        decode("5906", row)
+
+
+def test_the_test_tasks_are_hpobs_26_conditional_ones():
+    assert len(TEST_TASKS) == 26 and len(set(TEST_TASKS)) == 26
+    assert {s for s, _ in TEST_TASKS} == set(COLUMNS)
+
+
+def test_normalized_regret_matches_a_hand_computation():
+    task = HPOBTask("5906", "3918")
+    low, high = float(task.accuracy.min()), float(task.accuracy.max())
+    trace = [low, high - 0.5 * (high - low), low, high]
+    expected = [1.0, 0.5, 0.5, 0.0]
+    torch.testing.assert_close(
+        task.normalized_regret(torch.tensor(trace, dtype=torch.float64)),
+        torch.tensor(expected, dtype=torch.float64),
+    )
+    record = {"values": trace, "pool_min": low, "pool_max": high}
+    np.testing.assert_allclose(hpob.normalized_regret(record), expected)
+
+
+def test_a_short_run_evaluates_distinct_pool_rows_from_the_shared_start():
+    task = HPOBTask("5906", "3918")
+    runs = {m: hpob.run(task, m, seed=1, budget=8) for m in ("treebo", "random")}
+    for record in runs.values():
+        assert len(set(record["rows"])) == 8
+        assert record["rows"][:5] == hpob.initial_rows(task, 1)
+        assert record["values"] == [float(task.accuracy[i]) for i in record["rows"]]
+    lines = hpob.table(list(runs.values()), checkpoints=(5, 8))
+    assert lines[2].startswith("| random (1 tasks) | 1 |")
