@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .problems.real_tasks import REAL_TASKS
+
 
 @dataclass(frozen=True)
 class Suite:
@@ -77,6 +79,17 @@ SUITES: dict[str, Suite] = {
         TEN,
         60,
         (30, 60),
+    ),
+    "real_tasks": Suite(
+        "Real tuning tasks (learners cross-validated on bundled data)",
+        "Six scikit-learn learners with integer, categorical and conditional "
+        "parameters (``benchmarks/problems/real_tasks.py``); the best "
+        "cross-validated loss so far (the optimum is unknown).",
+        tuple(REAL_TASKS),
+        ("treebo", "random", "optuna_tpe", "smac", "flat_alt", "ax_default"),
+        TEN,
+        100,
+        (25, 50, 100),
     ),
     "nonstationary": Suite(
         "Non-stationary functions: P6 RKHS, P7 2-D Exp",

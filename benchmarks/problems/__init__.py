@@ -14,6 +14,8 @@ cross-validated error). Validation problems also have ``true_value``,
 ``flags12``,       tuning-shaped spaces: flags, integers, categoricals
 ``recipe_*``       (:mod:`.tuning`)
 ``p9_*``           model selection by 3-fold CV error (scikit-learn, real data)
+``rt_*``           real tuning tasks: six learners on bundled data
+                   (:mod:`.real_tasks`)
 ``rkhs``, ``exp2d`` non-stationary functions (P6, P7; :mod:`.nonstationary`)
 =================  ==========================================================
 
@@ -29,6 +31,7 @@ from typing import Any
 from treebo.test_functions import GeneralizedJenatton, Jenatton, ModelSelection
 
 from .nonstationary import NONSTATIONARY_PROBLEMS
+from .real_tasks import REAL_TASKS
 from .tuning import TUNING_PROBLEMS
 from .validation import VALIDATION_PROBLEMS
 
@@ -39,6 +42,7 @@ PROBLEMS: dict[str, Callable[[], Any]] = {
     **VALIDATION_PROBLEMS,
     **TUNING_PROBLEMS,
     **NONSTATIONARY_PROBLEMS,
+    **REAL_TASKS,
     # The folds are fixed (seed 0) so that every run optimizes one function.
     "p9_digits": lambda: ModelSelection("digits", seed=0),
     "p9_cancer": lambda: ModelSelection("breast_cancer", seed=0),

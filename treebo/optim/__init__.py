@@ -9,6 +9,7 @@ this path and load on first use.
 from treebo._exports import lazy_exports
 from treebo.optim.lbfgsb import maximize_batched
 from treebo.optim.mixed import NeighbourTable, optimize_acqf_mixed_tree
+from treebo.optim.pool import optimize_acqf_pool, rows_matching
 from treebo.optim.sobol import optimize_acqf_sobol
 from treebo.optim.tree_optimize import TreeCandidate, optimize_acqf_tree
 
@@ -29,8 +30,10 @@ __all__ = [
     "maximize_batched",
     "message_passing_discrete",
     "optimize_acqf_mixed_tree",
+    "optimize_acqf_pool",
     "optimize_acqf_sobol",
     "optimize_acqf_tree",
     "optimize_acqf_zooming",
     "optimize_add_tree_ucb",
+    "rows_matching",
 ]
