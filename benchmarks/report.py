@@ -25,9 +25,12 @@ from .stats import (
     checkpoint_values,
     fmt,
     group_runs,
+    holm,
     log10_regret_curve,
+    mean_ranks,
     on_wrong_branch,
     paired_counts,
+    pooled_wilcoxon,
     quartiles,
     sign_test,
 )
@@ -130,6 +133,37 @@ def paired_table(suite: Suite, runs: dict) -> list[str]:
                     p = sign_test(lower, higher)
                     cells.append(f"{lower} / {equal} / {higher} (p = {p:.2g})")
             lines.append(f"| {problem} | {method} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def ranks_table(suite: Suite, runs: dict) -> list[str]:
+    """Mean rank over the suite's problems at each checkpoint, and the first
+    method against each other one pooled over problems and seeds (Wilcoxon
+    signed-rank, Holm-corrected over the peers)."""
+    methods, problems = list(suite.methods), list(suite.problems)
+    head = " | ".join(f"@{c}" for c in suite.checkpoints)
+    rule = "|---|" + "---|" * len(suite.checkpoints)
+    lines = [f"| method | mean rank {head} |", rule]
+    ranks = {c: mean_ranks(runs, problems, methods, c) for c in suite.checkpoints}
+    for m in methods:
+        cells = [f"{ranks[c][m]:.2f}" if m in ranks[c] else "-" for c in ranks]
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    first, peers = methods[0], methods[1:]
+    lines += [
+        "",
+        f"Pooled over problems and seeds, {first} against each peer: wins / "
+        "losses (Wilcoxon signed-rank p, Holm-corrected over the peers).",
+        "",
+        f"| {first} against | {head} |",
+        rule,
+    ]
+    cells: dict[str, list[str]] = {m: [] for m in peers}
+    for c in suite.checkpoints:
+        tests = [pooled_wilcoxon(runs, problems, first, m, c) for m in peers]
+        adjusted = holm([p for _, _, p in tests])
+        for m, (wins, losses, _), p in zip(peers, tests, adjusted, strict=True):
+            cells[m].append(f"{wins} / {losses} (p = {p:.2g})")
+    lines += [f"| {m} | " + " | ".join(v) + " |" for m, v in cells.items()]
     return lines
 
 
@@ -251,6 +285,8 @@ def report(
             *paired_table(suite, runs),
             "",
         ]
+        if len(suite.problems) >= 4:
+            parts += [*ranks_table(suite, runs), ""]
         if plots_dir is not None and plot_suite(suite, runs, plots_dir / f"{name}.png"):
             parts += [f"![{suite.title}](plots/{name}.png)", ""]
     if perf_dir is not None:

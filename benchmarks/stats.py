@@ -129,3 +129,82 @@ def group_runs(
         elif len(r["values"]) > len(runs[key][same[0]]["values"]):
             runs[key][same[0]] = r
     return runs
+
+
+def task_scores(
+    runs: dict[tuple[str, str], list[dict]], problem: str, methods: list[str], c: int
+) -> dict[str, dict[int, float]]:
+    """``{method: {seed: value}}`` after ``c`` evaluations on ``problem``
+    (log10 regret, or the best value where the optimum is unknown)."""
+    return {
+        m: {r["seed"]: log10_regret_curve(r)[c - 1] for r in runs.get((problem, m), [])}
+        for m in methods
+        if runs.get((problem, m))
+    }
+
+
+def mean_ranks(
+    runs: dict[tuple[str, str], list[dict]],
+    problems: list[str],
+    methods: list[str],
+    c: int,
+) -> dict[str, float]:
+    """Each method's rank by median after ``c`` evaluations (1 = lowest, ties
+    share their mean rank), averaged over the problems every method ran."""
+    from scipy.stats import rankdata
+
+    ranks: dict[str, list[float]] = defaultdict(list)
+    for problem in problems:
+        scores = task_scores(runs, problem, methods, c)
+        if len(scores) < len(methods):
+            continue
+        medians = [float(np.median(list(scores[m].values()))) for m in methods]
+        for m, rank in zip(methods, rankdata(medians), strict=True):
+            ranks[m].append(float(rank))
+    return {m: float(np.mean(v)) for m, v in ranks.items()}
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment of ``p_values`` (same order)."""
+    order = np.argsort(p_values)
+    adjusted = np.empty(len(p_values))
+    running = 0.0
+    for i, j in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - i) * p_values[j]))
+        adjusted[j] = running
+    return adjusted.tolist()
+
+
+def pooled_wilcoxon(
+    runs: dict[tuple[str, str], list[dict]],
+    problems: list[str],
+    first: str,
+    peer: str,
+    c: int,
+) -> tuple[int, int, float]:
+    """Wins, losses and the two-sided Wilcoxon signed-rank p-value of
+    ``first`` against ``peer`` after ``c`` evaluations, pooled over the
+    ``(problem, seed)`` pairs; each problem's differences are divided by the
+    interquartile range of both methods' values on it, so that no task's
+    units dominate."""
+    from scipy.stats import wilcoxon
+
+    diffs = []
+    for problem in problems:
+        scores = task_scores(runs, problem, [first, peer], c)
+        if len(scores) < 2:
+            continue
+        seeds = sorted(set(scores[first]) & set(scores[peer]))
+        ours = np.array([scores[first][s] for s in seeds])
+        theirs = np.array([scores[peer][s] for s in seeds])
+        both = np.concatenate([ours, theirs])
+        finite = both[np.isfinite(both)]
+        q1, q3 = np.percentile(finite, [25, 75]) if finite.size else (0.0, 1.0)
+        scale = q3 - q1 if q3 > q1 else 1.0
+        diffs += ((ours - theirs) / scale).tolist()
+    d = np.array(diffs)
+    d = d[np.isfinite(d)]
+    wins, losses = int((d < 0).sum()), int((d > 0).sum())
+    if wins + losses == 0:
+        return wins, losses, 1.0
+    return wins, losses, float(wilcoxon(d, zero_method="zsplit").pvalue)

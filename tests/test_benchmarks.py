@@ -290,3 +290,57 @@ def test_the_report_regenerates_every_table_from_a_small_record_set(tmp_path):
     assert "| p1a | **treebo** | 3 | -4.00 [-5.00, -2.02] |" in text
     # @50: treebo -6, -0.05, -4 against HCK -0.05, -0.05, -8.
     assert "| p1a | hck_logei | 2 / 1 / 0 (p = 0.5) | 1 / 1 / 1 (p = 1) |" in text
+
+
+def _runs(table: dict[tuple[str, str], list[list[float]]]) -> dict:
+    return {
+        key: [
+            {"seed": s, "values": v, "optimal_value": None}
+            for s, v in enumerate(values)
+        ]
+        for key, values in table.items()
+    }
+
+
+def test_holm_matches_the_step_down_rule():
+    from benchmarks.stats import holm
+
+    # Sorted 0.01, 0.02, 0.04 times 3, 2, 1, made monotone.
+    assert holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert holm([0.5, 0.6]) == pytest.approx([1.0, 1.0])
+
+
+def test_mean_ranks_rank_medians_per_problem_with_shared_ties():
+    from benchmarks.stats import mean_ranks
+
+    runs = _runs(
+        {
+            ("a", "x"): [[1.0], [1.0], [1.0]],
+            ("a", "y"): [[2.0], [2.0], [2.0]],
+            ("b", "x"): [[5.0], [5.0], [5.0]],
+            ("b", "y"): [[5.0], [5.0], [5.0]],
+            ("c", "x"): [[1.0]],  # y did not run c: left out
+        }
+    )
+    assert mean_ranks(runs, ["a", "b", "c"], ["x", "y"], 1) == {
+        "x": pytest.approx(1.25),
+        "y": pytest.approx(1.75),
+    }
+
+
+def test_pooled_wilcoxon_counts_wins_in_each_problems_units():
+    from benchmarks.stats import pooled_wilcoxon
+
+    seeds = 8
+    runs = _runs(
+        {
+            ("mse", "ours"): [[3000.0 - s] for s in range(seeds)],
+            ("mse", "peer"): [[3100.0 - s] for s in range(seeds)],
+            ("loss", "ours"): [[0.2 + 0.01 * s] for s in range(seeds)],
+            ("loss", "peer"): [[0.3 + 0.01 * s] for s in range(seeds)],
+        }
+    )
+    wins, losses, p = pooled_wilcoxon(runs, ["mse", "loss"], "ours", "peer", 1)
+    assert (wins, losses) == (16, 0) and p < 1e-3
+    _, _, p_swapped = pooled_wilcoxon(runs, ["mse", "loss"], "peer", "ours", 1)
+    assert p_swapped == pytest.approx(p)
