@@ -7,8 +7,8 @@ pool, averaged over the 26 tasks (:data:`~benchmarks.problems.hpob.TEST_TASKS`)
 and the seeds. Methods:
 
 =============  ============================================================
-``treebo``     the default loop, ``TreeOptimizer.ask(candidates=pool)``
-``treebo_ucb`` Add-Tree-GP-UCB on the pool
+``treebo``     the default loop, ``TreeOptimizer.ask(candidates=pool)`` (any
+               preset of :mod:`benchmarks.methods.treebo` runs the same way)
 ``random``     the pool in a random order
 ``flat_gp``    BoTorch ``SingleTaskGP`` on HPO-B's flat features (inactive
                values imputed as 0 with ``.na`` flags, the encoding HPO-B's
@@ -43,6 +43,7 @@ from treebo import TreeOptimizer
 from treebo.optim.pool import optimize_acqf_pool
 
 from .harness import load_records, stamp
+from .methods.treebo import PRESETS
 from .problems.hpob import TEST_TASKS, HPOBTask
 
 N_INITIAL = 5
@@ -62,9 +63,13 @@ def initial_rows(task: HPOBTask, seed: int) -> list[int]:
     return torch.randperm(task.pool.shape[0], generator=generator)[:N_INITIAL].tolist()
 
 
-def run_treebo(task: HPOBTask, seed: int, budget: int, model: str) -> list[int]:
+def run_treebo(task: HPOBTask, seed: int, budget: int, preset: str) -> list[int]:
     opt = TreeOptimizer(
-        task.space, model=model, maximize=True, n_initial=N_INITIAL, seed=seed
+        task.space,
+        model=PRESETS[preset](),
+        maximize=True,
+        n_initial=N_INITIAL,
+        seed=seed,
     )
     rows = initial_rows(task, seed)
     for i in rows:
@@ -107,17 +112,24 @@ def run_flat_gp(task: HPOBTask, seed: int, budget: int) -> list[int]:
 
 
 METHODS = {
-    "treebo": lambda t, s, b: run_treebo(t, s, b, "add_tree"),
-    "treebo_ucb": lambda t, s, b: run_treebo(t, s, b, "add_tree_ucb"),
     "random": run_random,
     "flat_gp": run_flat_gp,
 }
 
 
+def run_method(task: HPOBTask, method: str, seed: int, budget: int) -> list[int]:
+    """The pool rows ``method`` (a treebo preset or a control) evaluates."""
+    if method in PRESETS:
+        return run_treebo(task, seed, budget, method)
+    if method not in METHODS:
+        raise ValueError(f"method must be a treebo preset or one of {list(METHODS)}.")
+    return METHODS[method](task, seed, budget)
+
+
 def run(task: HPOBTask, method: str, seed: int, budget: int) -> dict:
     """The record of one run: the pool rows chosen and their accuracies."""
     t0 = time.time()
-    rows = METHODS[method](task, seed, budget)
+    rows = run_method(task, method, seed, budget)
     if len(set(rows)) != len(rows):
         raise RuntimeError(f"{method} evaluated a configuration twice")
     record = {

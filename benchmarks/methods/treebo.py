@@ -12,6 +12,9 @@
 ``tree_additive``    ``model="tree_additive"`` (real parameters only)
 ``treed``            ``model="treed"``: HTBO (real parameters only)
 ``treed_warp``       HTBO-WARP (``TreedOptions(warp=True)``)
+``treebo_inherit``   the default loop whose kernel folds each vertex's
+                     ancestors' parameters into its term, with the additive
+                     kernel as the leave-one-out alternative
 ===================  ==========================================================
 
 A benchmark of a variant that is not a preset builds its own
@@ -23,10 +26,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from treebo import TreeOptimizer
 from treebo.add_tree import AddTreeOptions, AddTreeUCBOptions
+from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS
 from treebo.treed import TreedOptions
 
 #: ``{name: () -> model}``: what ``TreeOptimizer(model=...)`` takes.
@@ -38,6 +43,10 @@ PRESETS: dict[str, Callable[[], Any]] = {
     "tree_additive": lambda: "tree_additive",
     "treed": lambda: "treed",
     "treed_warp": lambda: TreedOptions(warp=True),
+    "treebo_inherit": lambda: AddTreeOptions(
+        kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True),
+        alternative_kernels=(LOOP_KERNEL_OPTIONS,),
+    ),
 }
 
 
