@@ -344,3 +344,26 @@ def test_pooled_wilcoxon_counts_wins_in_each_problems_units():
     assert (wins, losses) == (16, 0) and p < 1e-3
     _, _, p_swapped = pooled_wilcoxon(runs, ["mse", "loss"], "peer", "ours", 1)
     assert p_swapped == pytest.approx(p)
+
+
+def test_the_hpob_section_averages_normalized_regret_over_tasks_and_seeds(tmp_path):
+    def record(problem, method, seed, values):
+        return {
+            "problem": problem, "method": method, "seed": seed, "budget": 100,
+            "values": values, "pool_min": 0.0, "pool_max": 1.0,
+            "date": "2026-11-26", "machine": "x86_64 1t", "versions": {},
+        }  # fmt: skip
+
+    # Regret 1 - best: 0.5 until trial 50, then 0.1 on one task; 0.2 on the other.
+    first = [0.5] * 50 + [0.9] * 50
+    lines = [
+        record("hpob_5527_31", "treebo", 0, first),
+        record("hpob_5906_3918", "treebo", 0, [0.8] * 100),
+    ]
+    path = tmp_path / "hpob.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    text = "\n".join(report.hpob_section(path))
+    # at 25: (0.5 + 0.2) / 2; at 50: the same; at 100: (0.1 + 0.2) / 2.
+    assert "| treebo (2 tasks) | 1 | 0.3500 | 0.3500 | 0.1500 | 0.1000 | 0.2000 |" in text
+    assert "| BOHAMIANN (published) | 5 | 0.0574 | 0.0329 | 0.0133 |" in text
+    assert report.hpob_section(tmp_path / "none.jsonl") == []

@@ -66,3 +66,19 @@ def fault_injection(records: list[dict]) -> str:
             f"| {sum(r['repeated'] for r in rs)} | {', '.join(dates)} |"
         )
     return "\n".join(lines)
+
+
+def pool_scaling(records: list[dict]) -> str:
+    """Seconds of one proposal from a pool, and memory, against its size."""
+    lines = [
+        "| pool | n | treebo s | flat GP s | treebo / flat | peak memory growth "
+        "| machine, date |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(records, key=lambda r: (r["n"], r["pool"])):
+        lines.append(
+            f"| {r['pool']:,} | {r['n']} | {r['treebo']:.2f} | {r['flat_gp']:.2f} "
+            f"| {r['treebo'] / r['flat_gp']:.2f}x | {r['peak_growth_mib']:.0f} MiB "
+            f"| {r['machine']}, {r['date']} |"
+        )
+    return "\n".join(lines)
