@@ -34,11 +34,15 @@ from torch import Tensor
 import treebo.add_tree  # noqa: F401
 import treebo.tree_additive  # noqa: F401
 import treebo.treed  # noqa: F401
+from treebo.loop.candidates import (
+    SAME_CONFIGURATION_TOL,
+    encode_candidates,
+    fresh_candidates,
+)
 from treebo.loop.checkpoint import Journal, run_identity
 from treebo.loop.design import default_initial_size, initial_design
 from treebo.loop.history import History, OptimizationResult, Trial
 from treebo.loop.outcomes import parse_outcome, standardize_scores
-from treebo.optim.pool import rows_matching
 from treebo.space import TreeSpace
 from treebo.space.parameters import as_real_number
 from treebo.strategies.base import Observations, Strategy, make_strategy
@@ -46,7 +50,7 @@ from treebo.strategies.base import Observations, Strategy, make_strategy
 #: A told configuration matches a pending one if its encoding differs by at
 #: most this fraction of each column's range (round-off in user code, e.g. a
 #: float32 round trip).
-PENDING_MATCH_TOL = 1e-6
+PENDING_MATCH_TOL = SAME_CONFIGURATION_TOL
 
 #: Warn once when this many evaluations have failed and none has succeeded.
 FAILURES_BEFORE_WARNING = 3
@@ -340,70 +344,12 @@ class TreeOptimizer:
         index = int(torch.randint(pool.shape[0], (1,), generator=generator))
         return self.space.to_dict(pool[index])
 
-    def encode_candidates(
-        self, candidates: Sequence[Mapping[str, Any]] | Tensor
-    ) -> Tensor:
-        """A pool of configurations as ``m x d`` canonical encodings.
-
-        Args:
-            candidates: Configurations (dicts), or their encoding
-                (``space.to_tensor(configs)``); encoded rows may hold any
-                value in inactive columns.
-
-        Raises:
-            ValueError: If the pool is empty or an encoded row is not a
-                configuration of the space (wrong width, not finite, out of
-                bounds, a value between a categorical's codes or an integer's
-                steps); :class:`~treebo.space.ConfigurationError` naming the
-                parameter for an invalid dict.
-        """
-        space = self.space
-        if isinstance(candidates, Tensor):
-            pool = candidates.detach().to("cpu", torch.float64)
-            if pool.dim() != 2 or pool.shape[-1] != space.dim:
-                raise ValueError(
-                    f"candidates must be an m x {space.dim} encoding, got shape "
-                    f"{tuple(pool.shape)}."
-                )
-            if not bool(pool.isfinite().all()):
-                raise ValueError("candidates holds values that are not finite.")
-            canonical = space.canonicalize(pool)
-            width = (space.bounds[1] - space.bounds[0]).clamp_min(1e-300)
-            moved = ((canonical - pool).abs() / width > PENDING_MATCH_TOL) & (
-                space.column_activity(pool)
-            )
-            if bool(moved.any()):
-                row, column = (int(i) for i in moved.nonzero()[0])
-                raise ValueError(
-                    f"candidates row {row} is not a configuration of the space: "
-                    f"{space.parameter_names[column]!r} = {float(pool[row, column])} "
-                    "is out of bounds or between its allowed values (encode "
-                    "configurations with space.to_tensor)."
-                )
-            pool = canonical
-        elif isinstance(candidates, Mapping) or isinstance(candidates, str):
-            raise ValueError(
-                "candidates must be a list of configurations or their encoding, "
-                f"got a {type(candidates).__name__}."
-            )
-        else:
-            pool = space.to_tensor(list(candidates))
-        if pool.shape[0] == 0:
-            raise ValueError("candidates is empty.")
-        return pool
-
     def _fresh(self, candidates: Sequence[Mapping[str, Any]] | Tensor) -> Tensor:
         """The rows of the pool that are neither evaluated nor pending."""
-        pool = self.encode_candidates(candidates)
         seen = [self.history.X] + [p["x"].unsqueeze(0) for p in self._pending]
-        width = self.space.bounds[1] - self.space.bounds[0]
-        taken = rows_matching(pool, torch.cat(seen), width, PENDING_MATCH_TOL)
-        if bool(taken.all()):
-            raise ValueError(
-                f"every one of the {pool.shape[0]} configurations in candidates "
-                "has been evaluated or is pending."
-            )
-        return pool[~taken]
+        return fresh_candidates(
+            self.space, encode_candidates(self.space, candidates), torch.cat(seen)
+        )
 
     def training_data(self) -> tuple[Tensor, Tensor]:
         """Encoded inputs and standardized scores to maximize (``n x d``, ``n x 1``).

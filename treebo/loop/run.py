@@ -20,6 +20,7 @@ from typing import Any
 
 from torch import Tensor
 
+from treebo.loop.candidates import encode_candidates
 from treebo.loop.history import OptimizationResult, Trial
 from treebo.loop.optimizer import TreeOptimizer
 from treebo.space import TreeSpace
@@ -135,6 +136,14 @@ def minimize(
             "executor must be a concurrent.futures.Executor, got "
             f"{type(executor).__name__}."
         )
+    if not isinstance(space, TreeSpace):
+        raise TypeError(f"space must be a TreeSpace, got {type(space).__name__}.")
+    choices = None if candidates is None else encode_candidates(space, candidates)
+    if choices is not None and budget > choices.shape[0]:
+        raise ValueError(
+            f"budget ({budget}) exceeds the {choices.shape[0]} configurations in "
+            "candidates (each is evaluated at most once)."
+        )
     opt = TreeOptimizer(
         space,
         model=model,
@@ -143,13 +152,6 @@ def minimize(
         seed=seed,
         checkpoint=checkpoint,
     )
-
-    choices = None if candidates is None else opt.encode_candidates(candidates)
-    if choices is not None and budget > choices.shape[0]:
-        raise ValueError(
-            f"budget ({budget}) exceeds the {choices.shape[0]} configurations in "
-            "candidates (each is evaluated at most once)."
-        )
 
     def record(params: dict[str, Any], value: Any, seconds: float) -> None:
         trial = opt.tell(params, value, eval_seconds=seconds)

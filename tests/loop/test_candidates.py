@@ -1,4 +1,4 @@
-"""Choosing from a pool of configurations: ``ask(candidates=)``, ``minimize``."""
+"""Pools of configurations: validation, fresh rows, ask and minimize."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from treebo import TreeOptimizer, minimize
+from treebo.loop.candidates import encode_candidates, fresh_candidates
 from treebo.space import ConfigurationError, Real, TreeSpace, Vertex
 from treebo.strategies import AddTreeOptions, Observations, Proposal, Strategy
 from treebo.test_functions import Jenatton
@@ -117,3 +118,23 @@ def test_a_strategy_without_an_acquisition_says_it_cannot_choose_from_a_pool():
     opt.tell(opt.ask(candidates=pool), 1.0)
     with pytest.raises(ConfigurationError, match="model='greedy' cannot choose"):
         opt.ask(candidates=pool)
+
+
+def test_fresh_candidates_drop_seen_rows_up_to_round_off():
+    problem = Jenatton()
+    space = problem.space
+    pool = encode_candidates(space, space.sample(6, seed=8))
+    seen = pool[[1, 4]] * (1 + 1e-9)  # a float round trip away
+    fresh = fresh_candidates(space, pool, seen)
+    assert torch.equal(fresh, pool[[0, 2, 3, 5]])
+    with pytest.raises(ValueError, match="every one of the 6"):
+        fresh_candidates(space, pool, pool)
+
+
+def test_an_invalid_pool_is_refused_before_a_checkpoint_is_written(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    with pytest.raises(ValueError, match="candidates is empty"):
+        minimize(problem.objective, problem.space, budget=3, checkpoint=path,
+                 candidates=[])  # fmt: skip
+    assert not path.exists()
