@@ -15,6 +15,8 @@
 ``treebo_inherit``   the default loop whose kernel folds each vertex's
                      ancestors' parameters into its term, with the additive
                      kernel as the leave-one-out alternative
+``treebo_plain``     the default loop on Definition 4's kernel (nothing shared
+                     by depth, no offsets, no shared components)
 ===================  ==========================================================
 
 A benchmark of a variant that is not a preset builds its own
@@ -31,7 +33,7 @@ from typing import Any
 
 from treebo import TreeOptimizer
 from treebo.add_tree import AddTreeOptions, AddTreeUCBOptions
-from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS
+from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.treed import TreedOptions
 
 #: ``{name: () -> model}``: what ``TreeOptimizer(model=...)`` takes.
@@ -47,6 +49,7 @@ PRESETS: dict[str, Callable[[], Any]] = {
         kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True),
         alternative_kernels=(LOOP_KERNEL_OPTIONS,),
     ),
+    "treebo_plain": lambda: AddTreeOptions(kernel=AddTreeKernelOptions()),
 }
 
 
