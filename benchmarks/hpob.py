@@ -186,6 +186,40 @@ def table(records: list[dict], checkpoints=(25, 50, 100)) -> list[str]:
             + " |"
             + " |" * len(spaces)
         )
+    return lines + ["", *paired_against_random(records, checkpoints)]
+
+
+def paired_against_random(records: list[dict], checkpoints=(25, 50, 100)) -> list[str]:
+    """Each method against random search on the (task, seed) pairs both ran:
+    lower / higher normalized regret, two-sided Wilcoxon signed-rank p."""
+    from scipy.stats import wilcoxon
+
+    curves = {
+        (r["problem"], r["seed"], r["method"]): normalized_regret(r) for r in records
+    }
+    methods = sorted({m for _, _, m in curves} - {"random"})
+    if "random" not in {m for _, _, m in curves} or not methods:
+        return []
+    lines = [
+        "Paired with random search on the same tasks and seeds: lower / higher "
+        "(Wilcoxon signed-rank p).",
+        "",
+        "| method | " + " | ".join(f"at {c}" for c in checkpoints) + " |",
+        "|---|" + "---|" * len(checkpoints),
+    ]
+    for method in methods:
+        pairs = [
+            (curve, curves[(p, s, "random")])
+            for (p, s, m), curve in curves.items()
+            if m == method and (p, s, "random") in curves
+        ]
+        cells = []
+        for c in checkpoints:
+            diff = np.array([ours[c - 1] - theirs[c - 1] for ours, theirs in pairs])
+            lower, higher = int((diff < 0).sum()), int((diff > 0).sum())
+            p = wilcoxon(diff, zero_method="zsplit").pvalue if lower + higher else 1.0
+            cells.append(f"{lower} / {higher} (p = {p:.2g})")
+        lines.append(f"| {method} ({len(pairs)} pairs) | " + " | ".join(cells) + " |")
     return lines
 
 
