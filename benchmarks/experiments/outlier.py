@@ -6,6 +6,10 @@ instead of its value (a training run that blew up). The regret is that of the
 best value observed. Figure to reach: the median regret at 50 with the
 outlier is less than twice the clean median.
 
+``--raise-to inlier`` runs the loop with far-out scores raised to the lowest
+score inside the fence instead of to the fence (an experiment: the loop's
+outcome transform is replaced for the run).
+
 Usage::
 
     python -m benchmarks.experiments.outlier --method treebo --out FILE
@@ -18,7 +22,9 @@ import json
 from pathlib import Path
 
 import numpy as np
+import torch
 
+import treebo.loop.outcomes as outcomes
 from benchmarks.harness import load_records, stamp
 from benchmarks.methods.treebo import run_treebo
 from benchmarks.problems import make_problem
@@ -26,6 +32,21 @@ from treebo.loop import initial_design
 from treebo.loop.design import default_initial_size
 
 DIVERGED = 1e300
+_RAISE_TO_FENCE = outcomes.raise_far_out
+
+
+def raise_to_lowest_inlier(scores: torch.Tensor) -> torch.Tensor:
+    """Scores below Tukey's far-out fence set to the lowest score above it."""
+    fenced = _RAISE_TO_FENCE(scores)
+    outside = fenced != scores
+    if not bool(outside.any()):
+        return scores
+    return torch.where(outside, scores[~outside].min(), scores)
+
+
+def use_lowest_inlier() -> None:
+    """Make the loop raise far-out scores to the lowest inlier."""
+    outcomes.raise_far_out = raise_to_lowest_inlier
 
 
 def diverging_at(seed: int) -> int:
@@ -64,10 +85,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(10)))
     parser.add_argument("--budget", type=int, default=50)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--raise-to", choices=["fence", "inlier"], default="fence")
+    parser.add_argument("--outlier-only", action="store_true")
     args = parser.parse_args(argv)
+    if args.raise_to == "inlier":
+        use_lowest_inlier()
     done = {(r["method"], r["seed"], r["outlier"]) for r in load_records([args.out])}
     for seed in args.seeds:
-        for outlier in (False, True):
+        for outlier in (True,) if args.outlier_only else (False, True):
             if (args.method, seed, outlier) in done:
                 continue
             record = run(args.method, seed, args.budget, outlier)
