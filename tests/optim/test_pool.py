@@ -48,6 +48,17 @@ def test_the_maximizer_is_found_in_any_chunk_and_ties_go_to_the_first(where):
     assert int(index) == where
 
 
+def test_a_nan_score_loses_to_every_number():
+    class NanAtZero(NegativeDistance):
+        def forward(self, X):
+            values = super().forward(X)
+            return torch.where(X[..., 0, 0] == 0.0, torch.nan, values)
+
+    pool = torch.tensor([[0.0, 0.0], [0.5, 0.5], [0.2, 0.2]], dtype=torch.float64)
+    index, value = optimize_acqf_pool(NanAtZero(torch.zeros(2)), pool, chunk_size=2)
+    assert int(index) == 2 and value.isfinite()
+
+
 def test_a_pool_must_be_a_nonempty_matrix():
     acqf = NegativeDistance(torch.zeros(2))
     with pytest.raises(ValueError, match="pool must be an m x d"):

@@ -64,7 +64,8 @@ def optimize_acqf_pool(
     with torch.no_grad():
         for start in range(0, pool.shape[0], chunk_size):
             values = acqf(pool[start : start + chunk_size].unsqueeze(-2))
-            value, index = values.max(0)
+            # A NaN score (a numerical failure at one row) loses to any number.
+            value, index = values.nan_to_num(nan=-torch.inf).max(0)
             # Strictly better only: the first of equal values wins.
             better = value > best_value
             best_value = torch.where(better, value, best_value)
