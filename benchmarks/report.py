@@ -296,9 +296,39 @@ def report(
         if plots_dir is not None and plot_suite(suite, runs, plots_dir / f"{name}.png"):
             parts += [f"![{suite.title}](plots/{name}.png)", ""]
     parts += hpob_section(records_dir / "hpob.jsonl")
+    parts += outlier_section(records_dir / "outlier.jsonl")
     if perf_dir is not None:
         parts += timings(perf_dir)
     return "\n".join(parts)
+
+
+def outlier_section(path: Path) -> list[str]:
+    """One diverged evaluation (1e300) in P1(a): regret at the end, per seed
+    (records of :mod:`benchmarks.experiments.outlier`)."""
+    records = load_records([path])
+    if not records:
+        return []
+    final = {(r["seed"], r["outlier"]): r["regret"][-1] for r in records}
+    seeds = sorted({s for s, _ in final})
+    budget = len(records[0]["regret"])
+    lines = [
+        "## One diverged evaluation (P1(a))",
+        "",
+        "The default loop on P1(a), each seed once clean and once with one "
+        "evaluation between 5 and 29 returning 1e300; regret of the best value "
+        f"observed after {budget} evaluations.",
+        "",
+        "`python -m benchmarks.experiments.outlier --out "
+        "benchmarks/records/outlier.jsonl`. " + provenance(records),
+        "",
+        "| run | " + " | ".join(f"seed {s}" for s in seeds) + " | median |",
+        "|---|" + "---|" * (len(seeds) + 1),
+    ]
+    for outlier, label in ((False, "clean"), (True, "one 1e300")):
+        values = [final[(s, outlier)] for s in seeds if (s, outlier) in final]
+        cells = [f"{v:.2g}" for v in values] + [f"{np.median(values):.2g}"]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
 
 
 def hpob_section(path: Path) -> list[str]:

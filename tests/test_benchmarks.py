@@ -368,3 +368,16 @@ def test_the_hpob_section_averages_normalized_regret_over_tasks_and_seeds(tmp_pa
     assert row in text
     assert "| BOHAMIANN (published) | 5 | 0.0574 | 0.0329 | 0.0133 |" in text
     assert report.hpob_section(tmp_path / "none.jsonl") == []
+
+
+def test_the_outlier_section_gives_each_seeds_final_regret_and_medians(tmp_path):
+    rows = [
+        {"seed": s, "outlier": o, "regret": [1.0, r], "date": "2026-11-26"}
+        for s, o, r in [(0, False, 1e-3), (1, False, 3e-3), (0, True, 0.5),
+                        (1, True, 0.1)]
+    ]  # fmt: skip
+    path = tmp_path / "outlier.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    text = "\n".join(report.outlier_section(path))
+    assert "| clean | 0.001 | 0.003 | 0.002 |" in text
+    assert "| one 1e300 | 0.5 | 0.1 | 0.3 |" in text

@@ -87,8 +87,7 @@ def rows_matching(
         X: ``n x d`` configurations (e.g. the evaluated ones).
         width: ``d`` column widths (upper minus lower bound).
         tol: Largest gap, as a fraction of the width, that counts as equal.
-        chunk_size: Pool rows compared at a time (memory
-            ``chunk_size x n x d``).
+        chunk_size: Pool rows compared at a time (memory ``chunk_size x n``).
 
     Returns:
         ``m`` booleans.
@@ -100,6 +99,6 @@ def rows_matching(
     X = X.to(pool) / scale
     for start in range(0, pool.shape[0], chunk_size):
         chunk = pool[start : start + chunk_size] / scale
-        gap = (chunk.unsqueeze(-2) - X).abs().amax(-1)
+        gap = torch.cdist(chunk, X, p=float("inf"))  # largest column gap
         matched[start : start + chunk.shape[0]] = (gap <= tol).any(-1)
     return matched
