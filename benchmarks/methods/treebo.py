@@ -1,23 +1,24 @@
 """treebo's presets: named settings of the loop, run by ask and tell.
 
-===================  ==========================================================
-``treebo``           the default loop, ``minimize(...)``: LogEI on the Add-Tree
-                     GP with local refinement
-``treebo_global``    the same without local refinement
-                     (``AddTreeOptions(local=None)``)
-``treebo_ucb``       ``model="add_tree_ucb"``: Add-Tree-GP-UCB with the
-                     loop's local steps and redirects
-``treebo_ucb_paper`` Algorithm 2 of the Add-Tree paper
-                     (``AddTreeUCBOptions.paper()``)
-``tree_additive``    ``model="tree_additive"`` (real parameters only)
-``treed``            ``model="treed"``: HTBO (real parameters only)
-``treed_warp``       HTBO-WARP (``TreedOptions(warp=True)``)
-``treebo_inherit``   the default loop whose kernel folds each vertex's
-                     ancestors' parameters into its term, with the additive
-                     kernel as the leave-one-out alternative
-``treebo_plain``     the default loop on Definition 4's kernel (nothing shared
-                     by depth, no offsets, no shared components)
-===================  ==========================================================
+=======================  =======================================================
+``treebo``               the default loop, ``minimize(...)``: LogEI on the Add-Tree
+                         GP with local refinement
+``treebo_global``        the same without local refinement
+                         (``AddTreeOptions(local=None)``)
+``treebo_ucb``           ``model="add_tree_ucb"``: Add-Tree-GP-UCB with the
+                         loop's local steps and redirects
+``treebo_ucb_paper``     Algorithm 2 of the Add-Tree paper
+                         (``AddTreeUCBOptions.paper()``)
+``tree_additive``        ``model="tree_additive"`` (real parameters only)
+``treed``                ``model="treed"``: HTBO (real parameters only)
+``treed_warp``           HTBO-WARP (``TreedOptions(warp=True)``)
+``treebo_inherit``       the default loop whose kernel folds each vertex's
+                         ancestors' parameters into its term, with the additive
+                         kernel as the leave-one-out alternative
+``treebo_inherit_only``  the same kernel with no alternative
+``treebo_plain``         the default loop on Definition 4's kernel (nothing shared
+                         by depth, no offsets, no shared components)
+=======================  =======================================================
 
 A benchmark of a variant that is not a preset builds its own
 :class:`~treebo.strategies.Strategy` subclass and registers it here with
@@ -48,6 +49,9 @@ PRESETS: dict[str, Callable[[], Any]] = {
     "treebo_inherit": lambda: AddTreeOptions(
         kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True),
         alternative_kernels=(LOOP_KERNEL_OPTIONS,),
+    ),
+    "treebo_inherit_only": lambda: AddTreeOptions(
+        kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True)
     ),
     "treebo_plain": lambda: AddTreeOptions(kernel=AddTreeKernelOptions()),
 }

@@ -49,7 +49,7 @@ def brute_force_shared_gram(kernel: AddTreeKernel, X1, X2) -> torch.Tensor:
     kappa(z_u - z'_w) for active u, w with parameters in the same slot s."""
     tree = kernel.tree
     tau = kernel.slot_outputscale.detach()
-    with_params = [v.index for v in tree.vertices if v.continuous_columns]
+    with_params = [v.index for v in tree.vertices if _columns(kernel, v.index)]
     K = torch.zeros(X1.shape[0], X2.shape[0], dtype=torch.float64)
     for i in range(X1.shape[0]):
         for j in range(X2.shape[0]):
@@ -81,9 +81,9 @@ def brute_force_gram(kernel: AddTreeKernel, X1: torch.Tensor, X2: torch.Tensor):
                 if not (_on(tree, v.index, X1[i]) and _on(tree, v.index, X2[j])):
                     continue
                 K[i, j] += offset[v.index]
-                if not v.continuous_columns:
-                    continue
                 cols = _columns(kernel, v.index)
+                if not cols:
+                    continue
                 r2 = (
                     ((X1[i, cols] - X2[j, cols]) / ls[v.index, : len(cols)]) ** 2
                 ).sum()

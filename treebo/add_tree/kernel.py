@@ -136,8 +136,11 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             in each (the learning rate's best value depends on the optimizer
             chosen below it): the interaction terms of Ma & Blaschko (2020),
             App. E, folded into the vertex's term. A long lengthscale on an
-            inherited column gives back Definition 4. Vertices without
-            parameters of their own still contribute nothing (or their
+            inherited column gives back Definition 4. A vertex without
+            parameters of their own has a term on its ancestors' alone (the
+            learning rate's effect under one optimizer that has no
+            parameters differs from its effect under another). Vertices
+            with no parameters on their path contribute nothing (or their
             offset).
         ancestor_interactions: Keep Definition 4's terms and add, for each
             vertex with parameters below a vertex with parameters, an
@@ -246,7 +249,9 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
                     f"vertex), got {vertices.dtype} of shape {tuple(vertices.shape)}."
                 )
             selected = vertices.cpu()
-        has_params = (tree.vertex_dims > 0) & selected
+        # With inherit_ancestors a vertex without parameters of its own still
+        # has a term on its ancestors' (a parameter may act differently there).
+        has_params = (vertex_dims > 0) & selected
         if vertex_bias == "all":
             has_offset = selected
         elif vertex_bias == "empty":
