@@ -186,22 +186,31 @@ def table(records: list[dict], checkpoints=(25, 50, 100)) -> list[str]:
             + " |"
             + " |" * len(spaces)
         )
-    return lines + ["", *paired_against_random(records, checkpoints)]
+    lines += ["", *paired_against(records, "random", checkpoints)]
+    variants = paired_against(records, "treebo", checkpoints, exclude={"random"})
+    return lines + (["", *variants] if variants else [])
 
 
-def paired_against_random(records: list[dict], checkpoints=(25, 50, 100)) -> list[str]:
-    """Each method against random search on the (task, seed) pairs both ran:
-    lower / higher normalized regret, two-sided Wilcoxon signed-rank p."""
+def paired_against(
+    records: list[dict],
+    baseline: str,
+    checkpoints=(25, 50, 100),
+    exclude: frozenset[str] | set[str] = frozenset(),
+) -> list[str]:
+    """Each method against ``baseline`` on the (task, seed) pairs both ran:
+    lower / higher normalized regret, two-sided Wilcoxon signed-rank p
+    (methods in ``exclude`` left out)."""
     from scipy.stats import wilcoxon
 
     curves = {
         (r["problem"], r["seed"], r["method"]): normalized_regret(r) for r in records
     }
-    methods = sorted({m for _, _, m in curves} - {"random"})
-    if "random" not in {m for _, _, m in curves} or not methods:
+    methods = sorted({m for _, _, m in curves} - {baseline} - set(exclude))
+    if baseline not in {m for _, _, m in curves} or not methods:
         return []
+    who = "random search" if baseline == "random" else f"`{baseline}`"
     lines = [
-        "Paired with random search on the same tasks and seeds: lower / higher "
+        f"Paired with {who} on the same tasks and seeds: lower / higher "
         "(Wilcoxon signed-rank p).",
         "",
         "| method | " + " | ".join(f"at {c}" for c in checkpoints) + " |",
@@ -209,9 +218,9 @@ def paired_against_random(records: list[dict], checkpoints=(25, 50, 100)) -> lis
     ]
     for method in methods:
         pairs = [
-            (curve, curves[(p, s, "random")])
+            (curve, curves[(p, s, baseline)])
             for (p, s, m), curve in curves.items()
-            if m == method and (p, s, "random") in curves
+            if m == method and (p, s, baseline) in curves
         ]
         cells = []
         for c in checkpoints:

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from benchmarks import harness, report
 from benchmarks.experiments.median_ranking import lowest_median_probability
@@ -190,6 +191,40 @@ def test_presets_build_the_strategy_they_name():
     paper = make_strategy(PRESETS["treebo_ucb_paper"]()).options
     assert paper.path_selection == "sum" and paper.basin_patience is None
     assert make_strategy(PRESETS["treebo_global"]()).options.local is None
+
+
+def test_epsilon_greedy_draws_its_coin_from_the_proposal_seed():
+    from benchmarks.methods.exploration import EpsilonGreedy
+    from treebo.strategies.base import Observations
+
+    space = Jenatton().space
+    pool = space.sample(50, seed=1)
+
+    def observations(seed: int) -> Observations:
+        X = space.sample(3, seed=2)
+        return Observations(
+            space,
+            X,
+            torch.arange(3.0).unsqueeze(-1).to(X),
+            torch.zeros(3, dtype=bool),
+            ("initial",) * 3,
+            X[:0],
+            seed,
+            3,
+        )
+
+    always = EpsilonGreedy(epsilon=1.0)
+    picks = [always.propose_from(observations(s), pool) for s in range(40)]
+    assert {p.kind for p in picks} == {"random"}
+    rows = {int((pool == p.candidate).all(-1).nonzero()) for p in picks}
+    assert len(rows) > 20  # uniform over the pool, not one row
+    again = always.propose_from(observations(3), pool).candidate
+    assert torch.equal(again, picks[3].candidate)  # replays exactly
+    heads = [EpsilonGreedy(epsilon=0.25)._coin(observations(s)) for s in range(400)]
+    assert 70 < sum(h is not None for h in heads) < 130
+    assert EpsilonGreedy(epsilon=0.0)._coin(observations(0)) is None
+    with pytest.raises(ValueError, match="epsilon"):
+        EpsilonGreedy(epsilon=1.5)
 
 
 def test_a_treebo_run_of_the_harness_is_the_loop_from_the_shared_design(tmp_path):

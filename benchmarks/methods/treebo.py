@@ -16,6 +16,9 @@
                          ancestors' parameters into its term, with the additive
                          kernel as the leave-one-out alternative
 ``treebo_inherit_only``  the same kernel with no alternative
+``treebo_eps``           the default loop, a random proposal with probability
+                         0.1 (:mod:`benchmarks.methods.exploration`)
+``treebo_inherit_eps``   ``treebo_inherit_only``, likewise
 ``treebo_plain``         the default loop on Definition 4's kernel (nothing shared
                          by depth, no offsets, no shared components)
 =======================  =======================================================
@@ -37,6 +40,8 @@ from treebo.add_tree import AddTreeOptions, AddTreeUCBOptions
 from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.treed import TreedOptions
 
+from .exploration import EpsilonGreedy
+
 #: ``{name: () -> model}``: what ``TreeOptimizer(model=...)`` takes.
 PRESETS: dict[str, Callable[[], Any]] = {
     "treebo": lambda: "add_tree",
@@ -54,6 +59,10 @@ PRESETS: dict[str, Callable[[], Any]] = {
         kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True)
     ),
     "treebo_plain": lambda: AddTreeOptions(kernel=AddTreeKernelOptions()),
+    "treebo_eps": lambda: EpsilonGreedy(),
+    "treebo_inherit_eps": lambda: EpsilonGreedy(
+        AddTreeOptions(kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True))
+    ),
 }
 
 
