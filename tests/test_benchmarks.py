@@ -405,6 +405,27 @@ def test_the_hpob_section_averages_normalized_regret_over_tasks_and_seeds(tmp_pa
     assert report.hpob_section(tmp_path / "none.jsonl") == []
 
 
+def test_hpob_pairs_each_variant_with_the_baseline_on_common_tasks_and_seeds():
+    from benchmarks.hpob import paired_against
+
+    def record(method, seed, task, best):
+        return {
+            "problem": f"hpob_5527_{task}", "method": method, "seed": seed,
+            "values": [best] * 100, "pool_min": 0.0, "pool_max": 1.0,
+        }  # fmt: skip
+
+    records = [record("treebo", s, t, 0.5) for s in (0, 1) for t in (1, 2)]
+    # The variant is better on three pairs, worse on one; seed 2 has no partner.
+    records += [record("variant", 0, 1, 0.9), record("variant", 0, 2, 0.9)]
+    records += [record("variant", 1, 1, 0.9), record("variant", 1, 2, 0.1)]
+    records += [record("variant", 2, 1, 0.9), record("random", 0, 1, 0.0)]
+    lines = paired_against(records, "treebo", (100,), exclude={"random"})
+    assert lines[0].startswith("Paired with `treebo`")
+    assert lines[-1].startswith("| variant (4 pairs) | 3 / 1 (p = ")
+    assert not any("random" in line for line in lines[2:])
+    assert paired_against(records, "absent", (100,)) == []
+
+
 def test_the_outlier_section_gives_each_seeds_final_regret_and_medians(tmp_path):
     rows = [
         {"seed": s, "outlier": o, "regret": [1.0, r], "date": "2026-11-26"}
@@ -416,3 +437,17 @@ def test_the_outlier_section_gives_each_seeds_final_regret_and_medians(tmp_path)
     text = "\n".join(report.outlier_section(path))
     assert "| clean | 0.001 | 0.003 | 0.002 |" in text
     assert "| one 1e300 | 0.5 | 0.1 | 0.3 |" in text
+
+
+def test_distinct_scale_counts_each_tied_score_once():
+    from benchmarks.methods.tie_scale import distinct_scale
+
+    y = torch.tensor([[0.657]] * 98 + [[0.624], [0.652]], dtype=torch.float64)
+    z = distinct_scale(y)
+    distinct = torch.tensor([0.624, 0.652, 0.657], dtype=torch.float64)
+    expected = (y - distinct.mean()) / distinct.std()
+    torch.testing.assert_close(z, expected)
+    assert z.min() > -1.5  # by all 100 scores the low one is -9.8 units away
+    torch.testing.assert_close(distinct_scale(3.0 * y - 1.0), z)
+    same = torch.ones(4, 1, dtype=torch.float64)
+    assert torch.equal(distinct_scale(same), same)
