@@ -220,6 +220,7 @@ def test_every_name_in_the_api_docs_imports_from_its_documented_path(path):
 STABLE_PATHS = {
     "treebo.models": "AddTreeGP VertexPosterior fit_model loo_log_predictive "
     "loo_log_densities noise_floor_likelihood noise_floor_likelihood_options "
+    "NoiseFloorLikelihood "
     "TreedGP WeightedPseudoLikelihood fit_treed_gp TreePartition build_partition "
     "loo_prune TreeAdditiveGP ComponentPosterior GridPosterior learn_tree_structure",
     "treebo.kernels": "AddTreeKernel AddTreeKernelOptions stationary_correlation "

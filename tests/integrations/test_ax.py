@@ -290,3 +290,67 @@ def test_ax_plain_categoricals_and_integers_reach_the_kernel():
     values = model.covar_module.categorical_values
     assert set(values) == {act}  # the tree's own choice is not a categorical
     assert values[act] == [float(c) for c in range(7)]  # ... but all are known
+
+
+def jenatton_client():
+    """An Ax ``Client`` over the Jenatton space written with Ax's own configs."""
+    from ax.api.client import Client
+    from ax.api.configs import ChoiceParameterConfig, RangeParameterConfig
+
+    def choice(name, dependents):
+        return ChoiceParameterConfig(
+            name, [0, 1], "int", dependent_parameters=dict(enumerate(dependents))
+        )
+
+    client = Client()
+    client.configure_experiment(
+        parameters=[
+            choice("x1", [["x2", "r8"], ["x3", "r9"]]),
+            choice("x2", [["x4"], ["x5"]]),
+            choice("x3", [["x6"], ["x7"]]),
+            *[RangeParameterConfig(n, (0.0, 1.0), "float") for n in ("r8", "r9")],
+            *[
+                RangeParameterConfig(n, (-1.0, 1.0), "float")
+                for n in "x4 x5 x6 x7".split()
+            ],
+        ]
+    )
+    client.configure_optimization(objective="-f")
+    return client
+
+
+@pytest.mark.parametrize(
+    "n_sobol, n_trials", [(3, 5), pytest.param(5, 15, marks=pytest.mark.slow)]
+)
+def test_an_ax_client_switches_to_add_tree_and_saves_to_json(
+    n_sobol, n_trials, tmp_path
+):
+    from ax.api.client import Client
+
+    problem = Jenatton()
+    client = jenatton_client()
+    # The lines a user adds: one import, one call.
+    client.set_generation_strategy(
+        add_tree_generation_strategy(n_sobol, seed=0, noise_floor=1e-6)
+    )
+    values = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logging.getLogger("ax").setLevel(logging.WARNING)
+        for _ in range(n_trials):
+            for index, params in client.get_next_trials(max_trials=1).items():
+                problem.space.validate(params)  # a configuration of the tree
+                values.append(problem(params))
+                client.complete_trial(index, raw_data={"f": values[-1]})
+        if n_trials >= 15:  # BO improves on the Sobol trials
+            assert min(values[n_sobol:]) < min(values[:n_sobol])
+        path = tmp_path / "client.json"
+        client.save_to_json_file(str(path))
+        loaded = Client.load_from_json_file(str(path))
+        nodes = loaded._generation_strategy._nodes
+        spec = nodes[-1].generator_specs[0].generator_kwargs["surrogate_spec"]
+        assert spec.model_configs[0].botorch_model_class is AddTreeGP
+        assert spec.model_configs[0].likelihood_options == {"noise_floor": 1e-6}
+        ((index, params),) = loaded.get_next_trials(max_trials=1).items()
+    assert index == n_trials
+    problem.space.validate(params)

@@ -4,6 +4,7 @@ from treebo.gp.cached_solve import CachedSolveMixin
 from treebo.gp.correlation import pairwise_sq_dist, stationary_correlation
 from treebo.gp.fit import (
     FIT_CRITERIA,
+    NoiseFloorLikelihood,
     fit_model,
     loo_log_densities,
     loo_log_predictive,
@@ -18,6 +19,7 @@ __all__ = [
     "fit_model",
     "loo_log_densities",
     "loo_log_predictive",
+    "NoiseFloorLikelihood",
     "noise_floor_likelihood",
     "noise_floor_likelihood_options",
     "pairwise_sq_dist",

@@ -46,32 +46,51 @@ def validate_fit_criterion(criterion: str, name: str = "criterion") -> None:
         raise ValueError(f"{name} must be one of {FIT_CRITERIA}, got {criterion!r}.")
 
 
-def noise_floor_likelihood(
-    noise_floor: float, batch_shape: torch.Size | None = None
-) -> GaussianLikelihood:
+class NoiseFloorLikelihood(GaussianLikelihood):
     """A Gaussian likelihood whose noise variance is bounded below by ``noise_floor``.
 
     The noise prior is log-normal with its median at ``e^2 * noise_floor`` and a
     log-scale of 2, so the data can move the noise freely above the floor.
     BoTorch's default floor (``1e-4`` on standardized outcomes) limits how well
     a deterministic objective can be fitted; a floor of ``1e-6`` suits those.
+    Its only setting is a number, so frameworks that store a likelihood's
+    class and options (Ax's JSON storage) can save it.
 
     Args:
         noise_floor: Lower bound on the noise variance (``> 0``), in the units of
             the model's (transformed) outcomes.
         batch_shape: Batch shape of the likelihood (default: none).
+
+    Example:
+        >>> likelihood = NoiseFloorLikelihood(1e-6)
+        >>> likelihood.noise_floor, type(likelihood.noise_covar.raw_noise_constraint)
+        (1e-06, <class 'gpytorch.constraints.constraints.GreaterThan'>)
     """
-    return GaussianLikelihood(
-        **noise_floor_likelihood_options(noise_floor),
-        batch_shape=torch.Size() if batch_shape is None else batch_shape,
-    )
+
+    def __init__(
+        self, noise_floor: float = 1e-6, batch_shape: torch.Size | None = None
+    ) -> None:
+        super().__init__(
+            **noise_floor_likelihood_options(noise_floor),
+            batch_shape=torch.Size() if batch_shape is None else batch_shape,
+        )
+        self.noise_floor = noise_floor
+
+
+def noise_floor_likelihood(
+    noise_floor: float, batch_shape: torch.Size | None = None
+) -> GaussianLikelihood:
+    """A :class:`NoiseFloorLikelihood` (arguments as its)."""
+    return NoiseFloorLikelihood(noise_floor, batch_shape)
 
 
 def noise_floor_likelihood_options(noise_floor: float) -> dict[str, Any]:
-    """``GaussianLikelihood`` keyword arguments of :func:`noise_floor_likelihood`.
+    """``GaussianLikelihood`` keyword arguments of :class:`NoiseFloorLikelihood`.
 
-    For frameworks that build the likelihood themselves, e.g. Ax's
-    ``ModelConfig(likelihood_class=GaussianLikelihood, likelihood_options=...)``.
+    For code that builds a ``GaussianLikelihood`` (or a subclass) itself; a
+    framework that stores the likelihood's options (Ax's
+    ``ModelConfig(likelihood_class=..., likelihood_options=...)``) takes
+    :class:`NoiseFloorLikelihood` with ``{"noise_floor": ...}`` instead.
 
     Returns:
         ``{"noise_prior": ..., "noise_constraint": ...}``.

@@ -15,6 +15,14 @@ passes the transformed space's ``hierarchical_dependencies`` to
     strategy = add_tree_generation_strategy(num_initial_trials=6)
     generator_run = strategy.gen(experiment=experiment, n=1)
 
+With Ax's ``Client``, two added lines switch an experiment to the Add-Tree
+model; the experiment saves to and loads from JSON as any other::
+
+    from treebo.integrations.ax import add_tree_generation_strategy
+
+    client.set_generation_strategy(add_tree_generation_strategy())
+
+Importing this module registers ``AddTreeGP`` with Ax (:func:`register_with_ax`).
 Ax is an optional dependency (``pip install "treebo[ax]"``); importing this
 module without it raises an ``ImportError`` that says so.
 """
@@ -175,6 +183,37 @@ def ax_search_space(space: TreeSpace) -> SearchSpace:
     return SearchSpace(parameters=parameters)
 
 
+_REGISTERED = False
+
+
+def register_with_ax() -> None:
+    """Make ``AddTreeGP`` known to Ax: its JSON and SQL storage registries
+    (Ax's ``register_model``) and its model-input dispatch
+    (:func:`_register_ax_input_constructor`). Importing this module calls it;
+    calling it again does nothing.
+    """
+    global _REGISTERED
+    if _REGISTERED:
+        return
+    from ax.storage.botorch_modular_registry import (
+        CLASS_TO_REGISTRY,
+        CLASS_TO_REVERSE_REGISTRY,
+        register_model,
+    )
+    from gpytorch.likelihoods import Likelihood
+
+    from treebo.add_tree.model import AddTreeGP
+    from treebo.gp.fit import NoiseFloorLikelihood
+
+    register_model(AddTreeGP)
+    # Ax has no register_likelihood; register_model does the same for models.
+    name = NoiseFloorLikelihood.__name__
+    CLASS_TO_REGISTRY[Likelihood][NoiseFloorLikelihood] = name
+    CLASS_TO_REVERSE_REGISTRY[Likelihood][name] = NoiseFloorLikelihood
+    _register_ax_input_constructor()
+    _REGISTERED = True
+
+
 def _register_ax_input_constructor() -> None:
     """Let Ax hand ``AddTreeGP`` the codes of its categorical columns.
 
@@ -252,14 +291,13 @@ def add_tree_generation_strategy(
     from ax.generation_strategy.generation_strategy import GenerationStrategy
     from ax.generators.torch.botorch_modular.surrogate import SurrogateSpec
     from ax.generators.torch.botorch_modular.utils import ModelConfig
-    from gpytorch.likelihoods import GaussianLikelihood
 
     from treebo.add_tree.model import AddTreeGP
-    from treebo.gp.fit import noise_floor_likelihood_options
+    from treebo.gp.fit import NoiseFloorLikelihood
 
     if num_initial_trials < 1:
         raise ValueError(f"num_initial_trials must be >= 1, got {num_initial_trials}.")
-    _register_ax_input_constructor()
+    register_with_ax()
     if model_options is None:
         kernel_options = LOOP_KERNEL_OPTIONS
     elif isinstance(model_options, AddTreeKernelOptions):
@@ -269,8 +307,8 @@ def add_tree_generation_strategy(
     likelihood: dict[str, Any] = {}
     if noise_floor is not None:
         likelihood = {
-            "likelihood_class": GaussianLikelihood,
-            "likelihood_options": noise_floor_likelihood_options(noise_floor),
+            "likelihood_class": NoiseFloorLikelihood,
+            "likelihood_options": {"noise_floor": noise_floor},
         }
     config = ModelConfig(
         botorch_model_class=AddTreeGP,
@@ -297,3 +335,6 @@ def add_tree_generation_strategy(
             ),
         ],
     )
+
+
+register_with_ax()

@@ -3,6 +3,7 @@
 from treebo.add_tree.model import AddTreeGP, VertexPosterior
 from treebo.gp.fit import (
     FIT_CRITERIA,
+    NoiseFloorLikelihood,
     fit_model,
     loo_log_densities,
     loo_log_predictive,
@@ -33,6 +34,7 @@ __all__ = [
     "loo_log_densities",
     "loo_log_predictive",
     "loo_prune",
+    "NoiseFloorLikelihood",
     "noise_floor_likelihood",
     "noise_floor_likelihood_options",
 ]
