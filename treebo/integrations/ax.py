@@ -187,10 +187,21 @@ _REGISTERED = False
 
 
 def register_with_ax() -> None:
-    """Make ``AddTreeGP`` known to Ax: its JSON and SQL storage registries
-    (Ax's ``register_model``) and its model-input dispatch
-    (:func:`_register_ax_input_constructor`). Importing this module calls it;
-    calling it again does nothing.
+    """Make ``AddTreeGP`` and ``NoiseFloorLikelihood`` known to Ax.
+
+    Both go into Ax's JSON and SQL storage registries (Ax's
+    ``register_model`` for the model, the same registries for the
+    likelihood), so an experiment whose generation strategy uses them saves
+    and loads; ``AddTreeGP`` also gets its model-input constructor
+    (:func:`_register_ax_input_constructor`), so a loaded experiment
+    generates as the saved one did. Importing this module calls it; calling
+    it again does nothing.
+
+    Example:
+        >>> from ax.storage.botorch_modular_registry import REVERSE_MODEL_REGISTRY
+        >>> register_with_ax()
+        >>> REVERSE_MODEL_REGISTRY["AddTreeGP"].__name__
+        'AddTreeGP'
     """
     global _REGISTERED
     if _REGISTERED:
