@@ -177,3 +177,20 @@ def test_bad_minimize_arguments(kwargs, error):
         minimize(lambda p: 0.0, jenatton_space(), **{"budget": 3, **kwargs})
     with pytest.raises(TypeError, match="callable"):
         minimize(3, jenatton_space(), budget=2)
+
+
+def test_a_finished_checkpoint_says_that_nothing_was_evaluated(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    calls = []
+
+    def objective(params):
+        calls.append(params)
+        return problem.objective(params)
+
+    first = minimize(objective, problem.space, budget=3, seed=0, checkpoint=path)
+    with pytest.warns(UserWarning, match="already holds 3 evaluations"):
+        again = minimize(objective, problem.space, budget=3, seed=0, checkpoint=path)
+    assert len(calls) == 3 and again.best_value == first.best_value
+    more = minimize(objective, problem.space, budget=4, seed=0, checkpoint=path)
+    assert len(calls) == 4 and len(more.history) == 4

@@ -7,6 +7,7 @@ import pickle
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
@@ -152,6 +153,15 @@ def minimize(
         seed=seed,
         checkpoint=checkpoint,
     )
+
+    if checkpoint is not None and len(opt.history) >= budget:
+        warnings.warn(
+            f"checkpoint {os.fspath(checkpoint)!r} already holds "
+            f"{len(opt.history)} evaluations (budget {budget}): nothing was "
+            "evaluated, the result is the checkpoint's. Raise the budget to go "
+            "on, or use another checkpoint file for a new run.",
+            stacklevel=2,
+        )
 
     def record(params: dict[str, Any], value: Any, seconds: float) -> None:
         trial = opt.tell(params, value, eval_seconds=seconds)
