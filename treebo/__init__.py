@@ -6,6 +6,7 @@ from treebo.loop import (
     Trial,
     minimize,
     minimize_box,
+    set_verbosity,
 )
 from treebo.space import (
     Categorical,
@@ -34,4 +35,5 @@ __all__ = [
     "Vertex",
     "minimize",
     "minimize_box",
+    "set_verbosity",
 ]

@@ -15,7 +15,9 @@ reason, and the loop goes on (the model sees the worst score observed so far
 at that point, so it steers away from it); a :class:`ProcessExecutor` also
 ends evaluations that run past a time limit. With a ``checkpoint`` path every
 evaluation is appended to a journal as soon as it is told, and a run started
-with the same path and settings resumes from it exactly.
+with the same path and settings resumes from it exactly. Each finished trial
+is logged at INFO on the ``"treebo"`` logger, on stderr by default
+(:func:`set_verbosity`, :mod:`treebo.loop.log`).
 """
 
 from treebo.loop.box import BoxResult, box_space, minimize_box
@@ -27,6 +29,12 @@ from treebo.loop.checkpoint import (
 from treebo.loop.design import initial_design
 from treebo.loop.executors import EvaluationTimeout, ProcessExecutor
 from treebo.loop.history import History, OptimizationResult, Trial
+from treebo.loop.log import (
+    disable_default_handler,
+    enable_default_handler,
+    get_logger,
+    set_verbosity,
+)
 from treebo.loop.optimizer import TreeOptimizer
 from treebo.loop.run import minimize
 
@@ -42,7 +50,11 @@ __all__ = [
     "TreeOptimizer",
     "Trial",
     "box_space",
+    "disable_default_handler",
+    "enable_default_handler",
+    "get_logger",
     "initial_design",
     "minimize",
     "minimize_box",
+    "set_verbosity",
 ]

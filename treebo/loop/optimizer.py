@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import warnings
@@ -42,10 +43,13 @@ from treebo.loop.candidates import (
 from treebo.loop.checkpoint import Journal, run_identity
 from treebo.loop.design import default_initial_size, initial_design
 from treebo.loop.history import History, OptimizationResult, Trial
+from treebo.loop.log import get_logger
 from treebo.loop.outcomes import parse_outcome, standardize_scores
 from treebo.space import TreeSpace
 from treebo.space.parameters import as_real_number
 from treebo.strategies.base import Observations, Strategy, make_strategy
+
+_LOG = get_logger()
 
 #: A told configuration matches a pending one if its encoding differs by at
 #: most this fraction of each column's range (round-off in user code, e.g. a
@@ -263,7 +267,29 @@ class TreeOptimizer:
         self.history.append(trial, x)
         if error is not None:
             self._warn_if_nothing_succeeded()
+        self._log(trial)
         return trial
+
+    def _log(self, trial: Trial) -> None:
+        """One INFO line for a finished trial (see :mod:`treebo.loop.log`)."""
+        if not _LOG.isEnabledFor(logging.INFO):
+            return
+        if trial.value is None:
+            outcome = f"failed ({trial.error})"
+        else:
+            outcome = f"finished with value {trial.value:.6g}"
+        best = self.best_trial
+        best_s = (
+            "none yet" if best is None else f"{best.value:.6g} (trial {best.index})"
+        )
+        _LOG.info(
+            "Trial %d %s, proposed by %s, parameters %s. Best: %s.",
+            trial.index,
+            outcome,
+            trial.kind,
+            trial.params,
+            best_s,
+        )
 
     def _journal_state(self) -> None:
         """Append the strategy's state to the journal if it changed."""

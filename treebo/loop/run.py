@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import sys
@@ -23,18 +24,17 @@ from torch import Tensor
 
 from treebo.loop.candidates import encode_candidates
 from treebo.loop.history import OptimizationResult, Trial
+from treebo.loop.log import get_logger
 from treebo.loop.optimizer import TreeOptimizer
 from treebo.space import TreeSpace
 from treebo.strategies.base import Strategy
 
 
-def _progress(i: int, total: int, best: float | None, width: int = 30) -> None:
-    filled = int(width * i / max(total, 1))
-    bar = "#" * filled + "." * (width - filled)
-    best_s = "-" if best is None else f"{best:.6g}"
-    end = "\n" if i >= total else ""
-    sys.stderr.write(f"\r[{bar}] {i}/{total} best={best_s}{end}")
-    sys.stderr.flush()
+def _progress_bar(total: int, done: int) -> Any:
+    """A tqdm bar over the budget, on stderr, starting at ``done``."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=done, desc="treebo", unit="trial", file=sys.stderr)
 
 
 def _evaluate(
@@ -68,7 +68,7 @@ def minimize(
     n_workers: int = 1,
     executor: Executor | None = None,
     callback: Callable[[Trial], None] | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
     candidates: Sequence[Mapping[str, Any]] | Tensor | None = None,
 ) -> OptimizationResult:
     """Minimize (or maximize) ``objective`` over ``space`` with ``budget`` evaluations.
@@ -107,7 +107,9 @@ def minimize(
             ``n_workers`` threads (suits objectives that wait on a subprocess,
             a GPU or a remote job).
         callback: Called with each new :class:`Trial`.
-        progress: Print a progress bar to stderr.
+        progress: Show a progress bar (tqdm) with the best value so far on
+            stderr; default: where stderr is a terminal. Each finished trial
+            is also logged at INFO (:func:`~treebo.loop.log.set_verbosity`).
         candidates: Evaluate only configurations of this pool (a tabular
             benchmark, a pre-computed design, the settings a lab can run),
             each at most once: a list of configurations or their ``m x d``
@@ -163,13 +165,39 @@ def minimize(
             stacklevel=2,
         )
 
+    if progress is None:
+        progress = sys.stderr.isatty()
+    bar = _progress_bar(budget, len(opt.history)) if progress else None
+
     def record(params: dict[str, Any], value: Any, seconds: float) -> None:
         trial = opt.tell(params, value, eval_seconds=seconds)
         if callback is not None:
             callback(trial)
-        if progress:
+        if bar is not None:
             best = opt.best_trial
-            _progress(len(opt.history), budget, None if best is None else best.value)
+            bar.set_postfix_str("best=-" if best is None else f"best={best.value:.6g}")
+            bar.update(1)
+
+    with contextlib.ExitStack() as stack:
+        if bar is not None:
+            from tqdm.contrib.logging import logging_redirect_tqdm
+
+            stack.callback(bar.close)
+            stack.enter_context(logging_redirect_tqdm(loggers=[get_logger()]))
+        return _run(opt, objective, budget, choices, n_workers, executor, record)
+
+
+def _run(
+    opt: TreeOptimizer,
+    objective: Callable[[dict[str, Any]], float],
+    budget: int,
+    choices: Tensor | None,
+    n_workers: int,
+    executor: Executor | None,
+    record: Callable[[dict[str, Any], Any, float], None],
+) -> OptimizationResult:
+    """The evaluations of :func:`minimize` up to ``budget``, in the calling
+    thread or on ``executor`` (arguments as :func:`minimize`'s)."""
 
     if executor is None and n_workers == 1:
         while len(opt.history) < budget:

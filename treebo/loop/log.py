@@ -1,0 +1,60 @@
+"""treebo's logger: one line per finished trial, on stderr by default.
+
+As in Optuna, the library logger ``"treebo"`` has its own handler (stderr,
+level INFO) and does not propagate to the root logger, so a run says what it
+does without any set-up, and nothing is printed twice where an application
+configures logging itself. :func:`set_verbosity` changes the level
+(``logging.WARNING`` keeps warnings only); :func:`disable_default_handler`
+hands the records to the application's handlers instead.
+
+Example:
+    >>> import logging
+    >>> set_verbosity(logging.WARNING)  # silence the per-trial lines
+    >>> get_logger().getEffectiveLevel() == logging.WARNING
+    True
+    >>> set_verbosity(logging.INFO)
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+LOGGER_NAME = "treebo"
+
+_logger = logging.getLogger(LOGGER_NAME)
+_default_handler = logging.StreamHandler(sys.stderr)
+_default_handler.setFormatter(
+    logging.Formatter("[%(levelname).1s %(asctime)s treebo] %(message)s")
+)
+
+
+def _configure() -> None:
+    if _default_handler not in _logger.handlers:
+        _logger.addHandler(_default_handler)
+    _logger.setLevel(logging.INFO)
+    _logger.propagate = False
+
+
+def get_logger() -> logging.Logger:
+    """The ``"treebo"`` logger the loop writes to."""
+    return _logger
+
+
+def set_verbosity(level: int) -> None:
+    """Log records of at least ``level`` (``logging.INFO``: a line per trial)."""
+    _logger.setLevel(level)
+
+
+def disable_default_handler() -> None:
+    """Stop writing to stderr; records propagate to the root logger's handlers."""
+    _logger.removeHandler(_default_handler)
+    _logger.propagate = True
+
+
+def enable_default_handler() -> None:
+    """Write to stderr again (the default), without propagating."""
+    _configure()
+
+
+_configure()
