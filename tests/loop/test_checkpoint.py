@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import shutil
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from tests.loop.journal import read_journal
 from treebo import TreeOptimizer, minimize
 from treebo.loop import (
     CHECKPOINT_VERSION,
+    CheckpointInUseError,
     CheckpointMismatchError,
     CheckpointVersionError,
 )
@@ -77,6 +79,7 @@ def test_a_last_line_cut_short_is_dropped_with_a_warning(tmp_path):
     with pytest.warns(RuntimeWarning, match="incomplete"):
         opt = TreeOptimizer(problem.space, seed=0, checkpoint=path)
     assert len(opt.history) == 3
+    opt.close()
     _, trials, _ = read_journal(path)  # compacted: the torn line is gone
     assert len(trials) == 3
     lines = path.read_text().splitlines()
@@ -178,3 +181,47 @@ def test_a_killed_process_resumes_with_every_finished_evaluation(tmp_path, mode)
     )
     assert record["kills"] >= 1 and record["told"] == 8
     assert record["lost"] == 0 and record["repeated"] == 0
+
+
+def _open_in_another_process(space_seed_path, queue):
+    path = space_seed_path
+    try:
+        TreeOptimizer(Jenatton().space, seed=0, checkpoint=path)
+        queue.put("opened")
+    except CheckpointInUseError as err:
+        queue.put(f"refused: {err}")
+
+
+def test_a_second_process_on_a_checkpoint_is_refused_before_it_evaluates(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    opt = TreeOptimizer(problem.space, seed=0, checkpoint=path)
+    opt.tell(opt.ask(), 1.0)
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    other = context.Process(target=_open_in_another_process, args=(path, queue))
+    other.start()
+    answer = queue.get(timeout=120)
+    other.join()
+    assert answer.startswith("refused") and "in use by another process" in answer
+    assert len(read_journal(path)[1]) == 1  # the other process wrote nothing
+    opt.close()  # released: another process may now open it
+    other = context.Process(target=_open_in_another_process, args=(path, queue))
+    other.start()
+    assert queue.get(timeout=120) == "opened"
+    other.join()
+
+
+def test_a_newer_optimizer_in_the_same_process_takes_the_checkpoint_over(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    old = TreeOptimizer(problem.space, seed=0, checkpoint=path)
+    old.tell(old.ask(), 1.0)
+    new = TreeOptimizer(problem.space, seed=0, checkpoint=path)  # a re-run cell
+    assert len(new.history) == 1
+    with pytest.raises(CheckpointInUseError, match="newer optimizer"):
+        old.tell(old.ask(), 2.0)
+    new.tell(new.ask(), 3.0)
+    assert [
+        t.value for t in TreeOptimizer(problem.space, seed=0, checkpoint=path).history
+    ] == [1.0, 3.0]

@@ -15,6 +15,7 @@ from treebo.test_functions import Jenatton
 def records():
     """The ``"treebo"`` logger's records during a test."""
     seen: list[logging.LogRecord] = []
+    set_verbosity(logging.INFO)  # importing the benchmarks lowers it
     handler = logging.Handler()
     handler.emit = seen.append
     get_logger().addHandler(handler)

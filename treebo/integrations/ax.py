@@ -308,6 +308,8 @@ def add_tree_generation_strategy(
 
     if num_initial_trials < 1:
         raise ValueError(f"num_initial_trials must be >= 1, got {num_initial_trials}.")
+    if noise_floor is not None and not noise_floor > 0:
+        raise ValueError(f"noise_floor must be > 0, got {noise_floor}.")
     register_with_ax()
     if model_options is None:
         kernel_options = LOOP_KERNEL_OPTIONS

@@ -23,6 +23,7 @@ is logged at INFO on the ``"treebo"`` logger, on stderr by default
 from treebo.loop.box import BoxResult, box_space, minimize_box
 from treebo.loop.checkpoint import (
     CHECKPOINT_VERSION,
+    CheckpointInUseError,
     CheckpointMismatchError,
     CheckpointVersionError,
 )
@@ -41,6 +42,7 @@ from treebo.loop.run import minimize
 __all__ = [
     "BoxResult",
     "CHECKPOINT_VERSION",
+    "CheckpointInUseError",
     "CheckpointMismatchError",
     "CheckpointVersionError",
     "EvaluationTimeout",

@@ -64,6 +64,11 @@ class CheckpointVersionError(ValueError):
     """A checkpoint was written in another format version."""
 
 
+class CheckpointInUseError(RuntimeError):
+    """Another process holds the checkpoint, or a newer optimizer of this
+    process took it over."""
+
+
 @dataclass
 class Checkpoint:
     """What a checkpoint holds.
@@ -156,6 +161,10 @@ def _label_at(param: Parameter | Choice, value: Any) -> Any:
     return param.labels[value] if isinstance(param, (Choice, Categorical)) else value
 
 
+#: ``{lock file: journal}``: the journal of this process holding each lock.
+_HOLDERS: dict[str, weakref.ref[Journal]] = {}
+
+
 class Journal:
     """The append-only checkpoint file of one run.
 
@@ -169,6 +178,8 @@ class Journal:
         self.identity = identity
         self._fd: int | None = None
         self._closer: weakref.finalize | None = None
+        self._lock: weakref.finalize | None = None
+        self._superseded = False
 
     def open(self, space: TreeSpace) -> Checkpoint | None:
         """Read the file if it exists, check its identity, and compact it;
@@ -181,7 +192,18 @@ class Journal:
             ValueError: If the file is not a treebo checkpoint.
             CheckpointMismatchError: If it was written by a run with other
                 settings (the message names them).
+            CheckpointInUseError: If another process has the file open: two
+                writers would lose trials. (A journal of this process on the
+                same file is superseded instead.)
         """
+        self._acquire_lock()
+        try:
+            return self._open(space)
+        except BaseException:  # a refused file leaves nothing locked
+            self.release()
+            raise
+
+    def _open(self, space: TreeSpace) -> Checkpoint | None:
         if not self.path.exists() or self.path.stat().st_size == 0:
             # Write the header now, so that the first trial is a plain append.
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -209,6 +231,47 @@ class Journal:
             self._closer()
         self._fd = self._closer = None
 
+    def release(self) -> None:
+        """Close the file and give up the run's lock (see :meth:`open`)."""
+        self.close()
+        if self._lock is not None:
+            self._lock()
+        self._lock = None
+
+    def _acquire_lock(self) -> None:
+        """Hold an exclusive lock on ``<path>.lock`` until :meth:`release`
+        (or until this process ends, also by a kill). A journal of this
+        process on the same file is superseded (a re-run notebook cell, a
+        resumed optimizer): it releases the lock and refuses to append. Where
+        ``fcntl`` is missing (Windows) there is no lock."""
+        if self._lock is not None:
+            return
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        key = os.path.realpath(lock_path)
+        holder = _HOLDERS.get(key)
+        previous = None if holder is None else holder()
+        if previous is not None and previous is not self:
+            previous.release()
+            previous._superseded = True
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise CheckpointInUseError(
+                f"checkpoint {str(self.path)!r} is in use by another process "
+                f"(it holds {str(lock_path)!r}): two runs on one journal would "
+                "lose each other's trials. Wait for it to end or use another "
+                "file."
+            ) from None
+        self._lock = weakref.finalize(self, os.close, fd)
+        _HOLDERS[key] = weakref.ref(self)
+
     def append_trial(self, space: TreeSpace, trial: Trial) -> None:
         """Append one told evaluation."""
         self._append({"trial": trial_record(space, trial)})
@@ -222,6 +285,12 @@ class Journal:
         return json.dumps(header)
 
     def _append(self, event: dict[str, Any]) -> None:
+        if self._superseded:
+            raise CheckpointInUseError(
+                f"checkpoint {str(self.path)!r} was opened by a newer optimizer "
+                "in this process; this one no longer writes to it (use the "
+                "newer one, or give this one another file)."
+            )
         # Once write() returns the line is the kernel's: a killed process
         # keeps it; fsync() then guards it against a machine crash.
         data = (json.dumps(event) + "\n").encode()

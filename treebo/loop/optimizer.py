@@ -78,7 +78,12 @@ class TreeOptimizer:
         seed: Seed of the initial design and the optimizers.
         checkpoint: A journal file (JSON lines) that every evaluation is
             appended to as soon as it is told; if it exists, the run resumes
-            from it (it must have the same settings).
+            from it (it must have the same settings). One process at a time
+            holds it (a lock beside it, released by :meth:`close` or when the
+            process ends); another is refused with
+            :class:`~treebo.loop.CheckpointInUseError`. A newer optimizer of
+            this process on the same file takes it over, and the older one
+            raises that error if told again.
 
     Example:
         >>> import pathlib, tempfile
@@ -323,6 +328,21 @@ class TreeOptimizer:
         gap = ((X - x).abs() / width).amax(-1)
         best = int(gap.argmin())
         return self._pending[best] if float(gap[best]) <= PENDING_MATCH_TOL else None
+
+    def close(self) -> None:
+        """Close the checkpoint and release its lock, so that another
+        optimizer may open it (also on leaving a ``with`` block; a process
+        that ends releases it too). Telling after closing reopens nothing:
+        later trials are no longer journaled."""
+        if self._journal is not None:
+            self._journal.release()
+            self._journal = None
+
+    def __enter__(self) -> TreeOptimizer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     @property
     def pending(self) -> list[dict[str, Any]]:

@@ -179,6 +179,7 @@ def minimize(
             bar.update(1)
 
     with contextlib.ExitStack() as stack:
+        stack.callback(opt.close)
         if bar is not None:
             from tqdm.contrib.logging import logging_redirect_tqdm
 
