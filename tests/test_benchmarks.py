@@ -437,17 +437,3 @@ def test_the_outlier_section_gives_each_seeds_final_regret_and_medians(tmp_path)
     text = "\n".join(report.outlier_section(path))
     assert "| clean | 0.001 | 0.003 | 0.002 |" in text
     assert "| one 1e300 | 0.5 | 0.1 | 0.3 |" in text
-
-
-def test_distinct_scale_counts_each_tied_score_once():
-    from benchmarks.methods.tie_scale import distinct_scale
-
-    y = torch.tensor([[0.657]] * 98 + [[0.624], [0.652]], dtype=torch.float64)
-    z = distinct_scale(y)
-    distinct = torch.tensor([0.624, 0.652, 0.657], dtype=torch.float64)
-    expected = (y - distinct.mean()) / distinct.std()
-    torch.testing.assert_close(z, expected)
-    assert z.min() > -1.5  # by all 100 scores the low one is -9.8 units away
-    torch.testing.assert_close(distinct_scale(3.0 * y - 1.0), z)
-    same = torch.ones(4, 1, dtype=torch.float64)
-    assert torch.equal(distinct_scale(same), same)

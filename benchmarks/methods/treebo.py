@@ -19,8 +19,6 @@
 ``treebo_eps``           the default loop, a random proposal with probability
                          0.1 (:mod:`benchmarks.methods.exploration`)
 ``treebo_inherit_eps``   ``treebo_inherit_only``, likewise
-``treebo_tie_scale``     the default loop on scores scaled by their distinct
-                         values (:mod:`benchmarks.methods.tie_scale`)
 ``treebo_plain``         the default loop on Definition 4's kernel (nothing shared
                          by depth, no offsets, no shared components)
 =======================  =======================================================
@@ -43,7 +41,6 @@ from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOpt
 from treebo.treed import TreedOptions
 
 from .exploration import EpsilonGreedy
-from .tie_scale import TieScale
 
 #: ``{name: () -> model}``: what ``TreeOptimizer(model=...)`` takes.
 PRESETS: dict[str, Callable[[], Any]] = {
@@ -63,7 +60,6 @@ PRESETS: dict[str, Callable[[], Any]] = {
     ),
     "treebo_plain": lambda: AddTreeOptions(kernel=AddTreeKernelOptions()),
     "treebo_eps": lambda: EpsilonGreedy(),
-    "treebo_tie_scale": lambda: TieScale(),
     "treebo_inherit_eps": lambda: EpsilonGreedy(
         AddTreeOptions(kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True))
     ),
