@@ -1,0 +1,89 @@
+"""Plots of runs: what each figure draws matches the results it is given."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+matplotlib = pytest.importorskip("matplotlib")
+matplotlib.use("Agg")
+
+from treebo.loop.history import OptimizationResult, Trial  # noqa: E402
+from treebo.plot import (  # noqa: E402
+    best_so_far_curves,
+    path_label,
+    plot_best_so_far,
+    plot_paths,
+    plot_timing,
+    plot_trials,
+)
+from treebo.test_functions import Jenatton  # noqa: E402
+
+SPACE = Jenatton().space
+LEFT = {"x1": 0, "r8": 0.5, "x2": 0, "x4": 0.1}
+RIGHT = {"x1": 1, "r9": 0.5, "x3": 1, "x7": 0.2}
+
+
+def run(values, params=None, seconds=None):
+    params = params or [LEFT] * len(values)
+    trials = [
+        Trial(i, p, v, "ok" if v is not None else "failed",
+              eval_seconds=(seconds or [0.0] * len(values))[i])
+        for i, (p, v) in enumerate(zip(params, values, strict=True))
+    ]  # fmt: skip
+    ok = [t for t in trials if t.value is not None]
+    best = min(ok, key=lambda t: t.value) if ok else None
+    return OptimizationResult(best and best.params, best and best.value, trials)
+
+
+def test_best_so_far_curves_pad_short_runs_with_their_last_value():
+    curves = best_so_far_curves([run([3.0, 1.0, 2.0]), run([None, 5.0])])
+    np.testing.assert_array_equal(curves[0], [3.0, 1.0, 1.0])
+    np.testing.assert_array_equal(curves[1], [np.nan, 5.0, 5.0])
+    with pytest.raises(ValueError, match="at least one"):
+        best_so_far_curves([])
+
+
+def test_the_best_value_curve_is_the_median_with_the_quartile_band():
+    runs = [run([4.0, 1.0]), run([2.0, 2.0]), run([6.0, 3.0])]
+    fig = plot_best_so_far({"treebo": runs, "one": runs[0]})
+    ax = fig.axes[0]
+    lines = ax.get_lines()
+    np.testing.assert_array_equal(lines[0].get_ydata(), [4.0, 2.0])  # medians
+    np.testing.assert_array_equal(lines[1].get_ydata(), [4.0, 1.0])
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(1.5) and band.max() == pytest.approx(5.0)
+    assert len(ax.collections) == 1  # no band for a single run
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "treebo (3 runs)",
+        "one (1 runs)",
+    ]
+
+
+def test_trials_are_coloured_by_path_and_failures_marked():
+    result = run([1.0, 2.0, None, 0.5], [LEFT, RIGHT, LEFT, LEFT])
+    ax = plot_trials(result, SPACE).axes[0]
+    offsets = {c.get_label(): c.get_offsets() for c in ax.collections}
+    left, right = path_label(SPACE, LEFT), path_label(SPACE, RIGHT)
+    assert left == "x1=0, x2=0" and right == "x1=1, x3=1"
+    np.testing.assert_array_equal(offsets[left], [[0, 1.0], [3, 0.5]])
+    np.testing.assert_array_equal(offsets[right], [[1, 2.0]])
+    np.testing.assert_array_equal(offsets["failed"], [[2, 0.5]])
+
+
+def test_paths_count_evaluations_and_show_their_best():
+    result = run([1.0, 2.0, None, 0.5], [LEFT, RIGHT, LEFT, LEFT])
+    ax = plot_paths(result, SPACE).axes[0]
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == [3, 1]
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == ["best 0.5", "best 2"]
+    ax = plot_paths(result, SPACE, maximize=True).axes[0]
+    assert [t.get_text() for t in ax.texts] == ["best 1", "best 2"]
+
+
+def test_timing_draws_proposal_and_evaluation_seconds():
+    result = run([1.0, 2.0], seconds=[0.5, 1.5])
+    lines = plot_timing(result).axes[0].get_lines()
+    np.testing.assert_array_equal(lines[1].get_ydata(), [0.5, 1.5])
+    assert [ln.get_label() for ln in lines] == ["proposal", "evaluation"]

@@ -1,0 +1,188 @@
+"""Plots of runs: best value so far, trials by path, paths, and timing.
+
+Each function takes :class:`~treebo.loop.OptimizationResult` objects (what
+:func:`~treebo.minimize` and ``TreeOptimizer.result()`` return) and returns
+a matplotlib ``Figure``; pass ``ax`` to draw into an existing axes instead.
+matplotlib is an optional dependency (``pip install "treebo[plot]"``).
+
+Example:
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from treebo import minimize
+    >>> from treebo.test_functions import Jenatton
+    >>> problem = Jenatton()
+    >>> result = minimize(problem.objective, problem.space, budget=6, seed=0)
+    >>> fig = plot_best_so_far(result)
+    >>> fig.axes[0].get_xlabel()
+    'evaluations'
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from treebo.loop.history import OptimizationResult
+from treebo.space import TreeSpace
+
+Runs = OptimizationResult | Sequence[OptimizationResult]
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:  # pragma: no cover - exercised without matplotlib
+        raise ImportError(
+            "treebo.plot needs matplotlib: pip install 'treebo[plot]'."
+        ) from err
+    return plt
+
+
+def _axes(ax: Any) -> tuple[Any, Any]:
+    """``(figure, axes)``: those of ``ax``, or a new figure's."""
+    if ax is not None:
+        return ax.figure, ax
+    fig, ax = _pyplot().subplots(figsize=(6.4, 4.0))
+    return fig, ax
+
+
+def best_so_far_curves(runs: Runs, maximize: bool = False) -> np.ndarray:
+    """``r x n`` best value after each evaluation of ``r`` runs (shorter runs
+    are extended with their last value; NaN before a run's first success)."""
+    runs = [runs] if isinstance(runs, OptimizationResult) else list(runs)
+    if not runs:
+        raise ValueError("runs must hold at least one OptimizationResult.")
+    curves = [np.asarray(r.best_so_far(maximize), dtype=float) for r in runs]
+    n = max(len(c) for c in curves)
+    out = np.full((len(curves), n), np.nan)
+    for row, curve in zip(out, curves, strict=True):
+        row[: len(curve)] = curve
+        if 0 < len(curve) < n:
+            row[len(curve) :] = curve[-1]
+    return out
+
+
+def plot_best_so_far(
+    runs: Runs | Mapping[str, Runs],
+    maximize: bool = False,
+    log_y: bool = False,
+    ax: Any = None,
+) -> Any:
+    """Best value against evaluations: the median over runs with its
+    interquartile band, one curve per method.
+
+    Args:
+        runs: One result, the results of several seeds, or ``{label: runs}``.
+        maximize: Whether larger values are better.
+        log_y: A logarithmic value axis (e.g. for regrets).
+        ax: Axes to draw into (default: a new figure).
+    """
+    fig, ax = _axes(ax)
+    groups = dict(runs) if isinstance(runs, Mapping) else {"treebo": runs}
+    for label, group in groups.items():
+        curves = best_so_far_curves(group, maximize)
+        x = np.arange(1, curves.shape[1] + 1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+            low, mid, high = np.nanpercentile(curves, [25, 50, 75], axis=0)
+        (line,) = ax.plot(x, mid, label=f"{label} ({curves.shape[0]} runs)")
+        if curves.shape[0] > 1:
+            ax.fill_between(x, low, high, color=line.get_color(), alpha=0.2)
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel("best value so far")
+    if log_y:
+        ax.set_yscale("log")
+    ax.legend()
+    return fig
+
+
+def path_label(space: TreeSpace, params: Mapping[str, Any]) -> str:
+    """The choices that select a configuration's path, e.g. ``"model=svm"``
+    (``"(root)"`` for a space without choices)."""
+    names = [n for n in space.parameter_names if space.columns[n].role == "choice"]
+    parts = [f"{n}={params[n]}" for n in names if n in params]
+    return ", ".join(parts) if parts else "(root)"
+
+
+def plot_trials(result: OptimizationResult, space: TreeSpace, ax: Any = None) -> Any:
+    """Every trial's value against its index, coloured by its path; failed
+    trials as crosses along the bottom.
+
+    Args:
+        result: A run.
+        space: Its search space.
+        ax: Axes to draw into (default: a new figure).
+    """
+    fig, ax = _axes(ax)
+    paths = [path_label(space, t.params) for t in result.history]
+    ok = [t.value is not None for t in result.history]
+    values = np.array([np.nan if t.value is None else t.value for t in result.history])
+    for label in dict.fromkeys(paths):
+        idx = [
+            i
+            for i, (p, good) in enumerate(zip(paths, ok, strict=True))
+            if p == label and good
+        ]
+        ax.scatter(idx, values[idx], s=18, label=label)
+    failed = [i for i, good in enumerate(ok) if not good]
+    if failed:
+        bottom = np.nanmin(values) if np.isfinite(values).any() else 0.0
+        ax.scatter(failed, [bottom] * len(failed), marker="x", c="red", label="failed")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("value")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_paths(
+    result: OptimizationResult,
+    space: TreeSpace,
+    maximize: bool = False,
+    ax: Any = None,
+) -> Any:
+    """How many evaluations each path received, with its best value.
+
+    Args:
+        result: A run.
+        space: Its search space.
+        maximize: Whether larger values are better.
+        ax: Axes to draw into (default: a new figure).
+    """
+    fig, ax = _axes(ax)
+    counts: dict[str, int] = {}
+    best: dict[str, float] = {}
+    better = max if maximize else min
+    for trial in result.history:
+        label = path_label(space, trial.params)
+        counts[label] = counts.get(label, 0) + 1
+        if trial.value is not None:
+            best[label] = better(best.get(label, trial.value), trial.value)
+    labels = list(counts)
+    bars = ax.barh(labels, [counts[k] for k in labels])
+    ax.bar_label(
+        bars,
+        labels=[f"best {best[k]:.4g}" if k in best else "all failed" for k in labels],
+    )
+    ax.set_xlabel("evaluations")
+    ax.invert_yaxis()
+    return fig
+
+
+def plot_timing(result: OptimizationResult, ax: Any = None) -> Any:
+    """Seconds spent proposing and evaluating each trial.
+
+    Args:
+        result: A run.
+        ax: Axes to draw into (default: a new figure).
+    """
+    fig, ax = _axes(ax)
+    x = np.arange(len(result.history))
+    ax.plot(x, [t.proposal_seconds for t in result.history], label="proposal")
+    ax.plot(x, [t.eval_seconds for t in result.history], label="evaluation")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("seconds")
+    ax.legend()
+    return fig
