@@ -1,5 +1,7 @@
-"""``python -m treebo`` runs the demo."""
+"""``python -m treebo``: the ``treebo`` command line (:mod:`treebo.cli`)."""
 
-from treebo.demo import main
+import sys
 
-main()
+from treebo.cli import main
+
+sys.exit(main())

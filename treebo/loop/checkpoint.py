@@ -46,7 +46,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from treebo.loop.history import Trial
+from treebo.loop.history import OptimizationResult, Trial
 from treebo.space import TreeSpace
 from treebo.space.parameters import Categorical, Choice, Parameter
 
@@ -378,3 +378,28 @@ def _write_atomically(path: Path, text: str) -> None:
 def _short(value: Any, limit: int = 120) -> str:
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationResult:
+    """The trials of a checkpoint as an :class:`OptimizationResult`, read
+    without opening the run (no lock, no compaction; any model settings).
+
+    Raises:
+        CheckpointMismatchError: If the checkpoint is of another space.
+    """
+    path = Path(path)
+    lines = path.read_text().splitlines() if path.exists() else []
+    header = json.loads(lines[0]) if lines else {}
+    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+        raise ValueError(f"{path} is not a treebo checkpoint.")
+    identity = {k: v for k, v in header.items() if k not in ("format", "version")}
+    identity["space"] = json.loads(json.dumps(space_signature(space)))
+    history = Journal(path, identity)._read(space).history
+    maximize = bool(header.get("maximize", False))
+    ok = [t for t in history if t.value is not None]
+    best = (max if maximize else min)(ok, key=lambda t: t.value) if ok else None
+    return OptimizationResult(
+        None if best is None else dict(best.params),
+        None if best is None else best.value,
+        list(history),
+    )

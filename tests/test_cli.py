@@ -1,0 +1,83 @@
+"""The command line: a run, a resume after a kill, a summary and a plot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from treebo.cli import main
+from treebo.loop.checkpoint import read_checkpoint
+from treebo.space.spec import load_space
+
+SPACE = """\
+params:
+  - {name: x, type: real, low: -1, high: 1}
+choices:
+  branch:
+    a: {params: [{name: y, type: real, low: 0, high: 1}]}
+    b: {}
+"""
+
+OBJECTIVE = """\
+import os, signal
+
+def f(params):
+    calls = int(os.environ.get("KILL_AFTER", "0"))
+    path = "calls.txt"
+    n = int(open(path).read()) + 1 if os.path.exists(path) else 1
+    open(path, "w").write(str(n))
+    if calls and n > calls:
+        os.kill(os.getpid(), signal.SIGKILL)  # the machine went away
+    return params["x"] ** 2 + params.get("y", 0.5)
+"""
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    (tmp_path / "space.yaml").write_text(SPACE)
+    (tmp_path / "cli_objective.py").write_text(OBJECTIVE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def command(*args, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "treebo", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def test_a_killed_run_resumes_from_its_checkpoint_and_is_summarized(workdir):
+    import os
+
+    args = ["run", "cli_objective:f", "--space", "space.yaml", "--budget", "6"]
+    args += ["--seed", "0", "--checkpoint", "run.jsonl", "--no-progress"]
+    env = {**os.environ, "KILL_AFTER": "4", "PYTHONPATH": str(workdir)}
+    killed = command(*args, env=env)
+    assert killed.returncode != 0
+    space = load_space("space.yaml")
+    assert len(read_checkpoint("run.jsonl", space).history) == 4
+    env["KILL_AFTER"] = "0"
+    done = command(*args, env=env)
+    assert done.returncode == 0, done.stderr
+    result = read_checkpoint("run.jsonl", space)
+    # 4 told, 1 lost with the killed process, 2 more: every told one kept.
+    assert len(result.history) == 6 and (workdir / "calls.txt").read_text() == "7"
+    assert f"best value {result.best_value}" in done.stdout
+    assert main(["summary", "run.jsonl", "--space", "space.yaml"]) == 0
+    assert main(["plot", "run.jsonl", "--space", "space.yaml", "--out", "p.png"]) == 0
+    assert (workdir / "p.png").stat().st_size > 1000
+
+
+def test_bad_paths_are_named_with_exit_status_2(workdir, capsys):
+    assert main(["summary", "run.jsonl", "--space", "nowhere.yaml"]) == 2
+    assert "nowhere.yaml" in capsys.readouterr().err
+    args = ["run", "cli_objective:missing", "--space", "space.yaml", "--budget", "2"]
+    assert main(args) == 2
+    assert "cli_objective:missing" in capsys.readouterr().err

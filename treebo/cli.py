@@ -1,0 +1,134 @@
+"""The ``treebo`` command line: run, resume, summarize and plot a run.
+
+::
+
+    treebo run my_module:objective --space space.yaml --budget 50 \\
+        --checkpoint run.jsonl --seed 0 --workers 4
+    treebo summary run.jsonl --space space.yaml
+    treebo plot run.jsonl --space space.yaml --out run.png
+    treebo demo
+
+``run`` resumes from its checkpoint when the same command is given again
+(a larger ``--budget`` goes on). The objective is a ``module:function``
+that takes a dict of active parameters and returns a float; the space is a
+JSON/YAML file (:mod:`treebo.space.spec`) or a ``module:attribute`` path.
+``python -m treebo`` is the same command.
+
+Example:
+    >>> args = parser().parse_args(["summary", "run.jsonl", "--space", "s.yaml"])
+    >>> args.command, args.checkpoint
+    ('summary', 'run.jsonl')
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+from treebo.loop.checkpoint import read_checkpoint
+from treebo.loop.run import minimize
+from treebo.plot import path_label
+from treebo.space.parameters import ConfigurationError
+from treebo.space.spec import load_object, load_space
+
+
+def _run(args: argparse.Namespace) -> int:
+    space = load_space(args.space)
+    objective = load_object(args.objective)
+    if not callable(objective):
+        print(f"treebo: {args.objective!r} is not callable.", file=sys.stderr)
+        return 2
+    result = minimize(
+        objective,
+        space,
+        budget=args.budget,
+        seed=args.seed,
+        model=args.model,
+        maximize=args.maximize,
+        checkpoint=args.checkpoint,
+        n_workers=args.workers,
+        progress=not args.no_progress,
+    )
+    print(f"best value {result.best_value} after {len(result.history)} evaluations")
+    print(f"best parameters {result.best_params}")
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    space = load_space(args.space)
+    result = read_checkpoint(args.checkpoint, space)
+    failed = sum(t.value is None for t in result.history)
+    print(f"{len(result.history)} evaluations ({failed} failed)")
+    print(f"best value {result.best_value}: {result.best_params}")
+    for label, n in Counter(
+        path_label(space, t.params) for t in result.history
+    ).items():
+        print(f"  {n:5d}  {label}")
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from treebo.plot import plot_best_so_far, plot_paths
+
+    space = load_space(args.space)
+    result = read_checkpoint(args.checkpoint, space)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
+    plot_best_so_far({"run": result}, maximize=args.maximize, ax=left)
+    plot_paths(result, space, maximize=args.maximize, ax=right)
+    fig.tight_layout()
+    fig.savefig(args.out)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``treebo`` command."""
+    top = argparse.ArgumentParser(prog="treebo", description=__doc__.splitlines()[0])
+    commands = top.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run (or resume) an optimization")
+    run.add_argument("objective", help="module:function")
+    run.add_argument("--space", required=True, help="file.json|yaml or module:attr")
+    run.add_argument("--budget", type=int, required=True)
+    run.add_argument("--seed", type=int, default=None)
+    run.add_argument("--model", default="add_tree")
+    run.add_argument("--maximize", action="store_true")
+    run.add_argument("--checkpoint", default=None, help="journal file to resume")
+    run.add_argument("--workers", type=int, default=1)
+    run.add_argument("--no-progress", action="store_true")
+    run.set_defaults(handler=_run)
+    for name, handler, text in (
+        ("summary", _summary, "print a checkpoint's best and paths"),
+        ("plot", _plot, "plot a checkpoint's best value and paths"),
+    ):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("checkpoint")
+        sub.add_argument("--space", required=True)
+        sub.add_argument("--maximize", action="store_true")
+        if name == "plot":
+            sub.add_argument("--out", default="treebo_run.png")
+        sub.set_defaults(handler=handler)
+    demo = commands.add_parser("demo", help="the Jenatton demo")
+    demo.set_defaults(handler=None)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "demo":
+        from treebo.demo import main as demo
+
+        demo(argv[1:])
+        return 0
+    args = parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ConfigurationError, FileNotFoundError) as err:
+        print(f"treebo: {err}", file=sys.stderr)
+        return 2
