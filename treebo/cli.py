@@ -48,7 +48,7 @@ def _run(args: argparse.Namespace) -> int:
         maximize=args.maximize,
         checkpoint=args.checkpoint,
         n_workers=args.workers,
-        progress=not args.no_progress,
+        progress=False if args.no_progress else None,
     )
     print(f"best value {result.best_value} after {len(result.history)} evaluations")
     print(f"best parameters {result.best_params}")
