@@ -26,10 +26,9 @@ import argparse
 import sys
 from collections import Counter
 
-from treebo.loop.checkpoint import read_checkpoint
+from treebo.loop.checkpoint import checkpoint_header, read_checkpoint
 from treebo.loop.run import minimize
 from treebo.plot import path_label
-from treebo.space.parameters import ConfigurationError
 from treebo.space.spec import load_object, load_space
 
 
@@ -78,9 +77,10 @@ def _plot(args: argparse.Namespace) -> int:
 
     space = load_space(args.space)
     result = read_checkpoint(args.checkpoint, space)
+    maximize = bool(checkpoint_header(args.checkpoint).get("maximize"))
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
-    plot_best_so_far({"run": result}, maximize=args.maximize, ax=left)
-    plot_paths(result, space, maximize=args.maximize, ax=right)
+    plot_best_so_far({"run": result}, maximize=maximize, ax=left)
+    plot_paths(result, space, maximize=maximize, ax=right)
     fig.tight_layout()
     fig.savefig(args.out)
     print(f"wrote {args.out}")
@@ -109,12 +109,11 @@ def parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, help=text)
         sub.add_argument("checkpoint")
         sub.add_argument("--space", required=True)
-        sub.add_argument("--maximize", action="store_true")
         if name == "plot":
             sub.add_argument("--out", default="treebo_run.png")
         sub.set_defaults(handler=handler)
-    demo = commands.add_parser("demo", help="the Jenatton demo")
-    demo.set_defaults(handler=None)
+    # Listed for --help; main() hands its arguments to treebo.demo.
+    commands.add_parser("demo", help="the Jenatton demo (its own --help)")
     return top
 
 
@@ -129,6 +128,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigurationError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError) as err:  # ConfigurationError too
         print(f"treebo: {err}", file=sys.stderr)
         return 2

@@ -19,6 +19,7 @@ from treebo.loop import (
     CheckpointMismatchError,
     CheckpointVersionError,
 )
+from treebo.loop.checkpoint import checkpoint_header, read_checkpoint
 from treebo.space import Choice, Real, TreeSpace, Vertex
 from treebo.strategies import AddTreeOptions
 from treebo.test_functions import Jenatton, generalized_jenatton_space
@@ -225,3 +226,20 @@ def test_a_newer_optimizer_in_the_same_process_takes_the_checkpoint_over(tmp_pat
     assert [
         t.value for t in TreeOptimizer(problem.space, seed=0, checkpoint=path).history
     ] == [1.0, 3.0]
+
+
+def test_read_checkpoint_takes_the_runs_direction_and_refuses_other_files(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    with TreeOptimizer(problem.space, seed=0, maximize=True, checkpoint=path) as opt:
+        for value in (1.0, 3.0, 2.0):
+            opt.tell(opt.ask(), value)
+    result = read_checkpoint(path, problem.space)  # no lock needed, none taken
+    assert result.best_value == 3.0 and len(result.history) == 3
+    assert checkpoint_header(path)["maximize"] is True
+    other = tmp_path / "notes.txt"
+    other.write_text("hello\n")
+    with pytest.raises(ValueError, match="not a treebo checkpoint"):
+        read_checkpoint(other, problem.space)
+    with pytest.raises(CheckpointMismatchError, match="space"):
+        read_checkpoint(path, generalized_jenatton_space(3))

@@ -380,24 +380,39 @@ def _short(value: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def checkpoint_header(path: str | os.PathLike) -> dict[str, Any]:
+    """The first line of a checkpoint: its format, version and run identity
+    (space, model, options, seed, ``maximize``, initial design size).
+
+    Raises:
+        ValueError: If ``path`` is not a treebo checkpoint.
+    """
+    path = Path(path)
+    try:
+        with open(path) as fh:
+            header = json.loads(fh.readline())
+    except (OSError, json.JSONDecodeError):
+        header = None
+    if not isinstance(header, dict) or header.get("format") != _FORMAT:
+        raise ValueError(f"{path} is not a treebo checkpoint.")
+    return header
+
+
 def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationResult:
     """The trials of a checkpoint as an :class:`OptimizationResult`, read
     without opening the run (no lock, no compaction; any model settings).
 
     Raises:
+        ValueError: If ``path`` is not a treebo checkpoint.
         CheckpointMismatchError: If the checkpoint is of another space.
     """
-    path = Path(path)
-    lines = path.read_text().splitlines() if path.exists() else []
-    header = json.loads(lines[0]) if lines else {}
-    if not isinstance(header, dict) or header.get("format") != _FORMAT:
-        raise ValueError(f"{path} is not a treebo checkpoint.")
+    header = checkpoint_header(path)
     identity = {k: v for k, v in header.items() if k not in ("format", "version")}
     identity["space"] = json.loads(json.dumps(space_signature(space)))
     history = Journal(path, identity)._read(space).history
-    maximize = bool(header.get("maximize", False))
     ok = [t for t in history if t.value is not None]
-    best = (max if maximize else min)(ok, key=lambda t: t.value) if ok else None
+    better = max if header.get("maximize") else min  # the first of equals
+    best = better(ok, key=lambda t: t.value) if ok else None
     return OptimizationResult(
         None if best is None else dict(best.params),
         None if best is None else best.value,
