@@ -58,3 +58,16 @@ def test_the_readme_quick_start_runs(tmp_path, monkeypatch):
     result = namespace["result"]
     assert len(result.history) == 8 and result.best_value is not None
     assert (tmp_path / "run.jsonl").exists()
+
+
+SPHINX_MARKUP = re.compile(r":(class|func|meth|attr|data|mod|exc|math):`|^\s*\.\. \w+::", re.M)
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstrings_use_the_renderers_markup(name):
+    # The API pages render Google-style docstrings as Markdown: a Sphinx role
+    # would show as raw text there (cross-references are [`name`][path],
+    # math is $...$ and $$...$$).
+    source = Path(importlib.import_module(name).__file__).read_text()
+    found = [m.group(0).strip() for m in SPHINX_MARKUP.finditer(source)]
+    assert not found, f"{name} uses Sphinx markup: {found[:5]}"

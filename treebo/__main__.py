@@ -1,4 +1,4 @@
-"""``python -m treebo``: the ``treebo`` command line (:mod:`treebo.cli`)."""
+"""``python -m treebo``: the ``treebo`` command line ([`treebo.cli`][treebo.cli])."""
 
 import sys
 

@@ -11,7 +11,8 @@
 ``run`` resumes from its checkpoint when the same command is given again
 (a larger ``--budget`` goes on). The objective is a ``module:function``
 that takes a dict of active parameters and returns a float; the space is a
-JSON/YAML file (:mod:`treebo.space.spec`) or a ``module:attribute`` path.
+JSON/YAML file ([`treebo.space.spec`][treebo.space.spec]) or a ``module:attribute``
+path.
 ``python -m treebo`` is the same command.
 
 Example:

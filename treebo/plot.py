@@ -1,7 +1,9 @@
 """Plots of runs: best value so far, trials by path, paths, and timing.
 
-Each function takes :class:`~treebo.loop.OptimizationResult` objects (what
-:func:`~treebo.minimize` and ``TreeOptimizer.result()`` return) and returns
+Each function takes [`OptimizationResult`][treebo.loop.history.OptimizationResult]
+objects (what
+[`minimize()`][treebo.loop.run.minimize] and ``TreeOptimizer.result()`` return) and
+returns
 a matplotlib ``Figure``; pass ``ax`` to draw into an existing axes instead.
 matplotlib is an optional dependency (``pip install "treebo[plot]"``).
 

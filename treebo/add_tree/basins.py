@@ -33,7 +33,7 @@ class Failures(NamedTuple):
 
 
 def count_failures(scores: Tensor, kinds: Sequence[str]) -> Failures:
-    """The :class:`Failures` of a history.
+    """The [`Failures`][treebo.add_tree.basins.Failures] of a history.
 
     Args:
         scores: ``n`` scores to maximize, ``-inf`` for failed trials.

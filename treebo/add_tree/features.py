@@ -1,23 +1,23 @@
 r"""The feature map of each vertex: numeric values and one-hot categoricals.
 
-Vertex :math:`v` of an :class:`~treebo.kernels.AddTreeKernel` owns parameter
+Vertex $v$ of an [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel] owns parameter
 columns: numeric ones (real and integer parameters, ordered categoricals) and
-unordered categorical ones. Its features at a point :math:`x` are
+unordered categorical ones. Its features at a point $x$ are
 
-- :math:`x_c / \ell_{v,c}` for a numeric column :math:`c`;
-- :math:`[x_c = a] / (\sqrt2\,\ell_{v,c})` for each value :math:`a` of a
-  categorical column :math:`c` (one-hot, scaled),
+- $x_c / \ell_{v,c}$ for a numeric column $c$;
+- $[x_c = a] / (\sqrt2\,\ell_{v,c})$ for each value $a$ of a
+  categorical column $c$ (one-hot, scaled),
 
 so that the squared distance of two points' features is
 
-.. math::
-
-    \sum_{c\ \mathrm{numeric}} \frac{(x_c - x'_c)^2}{\ell_{v,c}^2}
-    + \sum_{c\ \mathrm{categorical}} \frac{[x_c \ne x'_c]}{\ell_{v,c}^2}.
+$$
+\sum_{c\ \mathrm{numeric}} \frac{(x_c - x'_c)^2}{\ell_{v,c}^2}
++ \sum_{c\ \mathrm{categorical}} \frac{[x_c \ne x'_c]}{\ell_{v,c}^2}.
+$$
 
 A stationary correlation of this distance is an RBF (or Matern) kernel of the
 numeric values times a delta-type kernel
-:math:`\exp(-[x_c \ne x'_c] / 2\ell_{v,c}^2)` per categorical for the RBF: a
+$\exp(-[x_c \ne x'_c] / 2\ell_{v,c}^2)$ per categorical for the RBF: a
 categorical interacts with the vertex's other parameters, and the whole is PSD
 because it is a stationary kernel of a feature map. Each column keeps one
 lengthscale, whatever its number of values.
@@ -80,7 +80,8 @@ def feature_tables(
         tree: The tree; ``tree.vertex_columns`` lists each vertex's columns.
         categorical_values: ``{column: values}`` of the categorical columns.
         vertex_columns: The parameter columns each vertex's kernel reads
-            (default: its own; :func:`inherited_columns` adds its
+            (default: its own;
+            [`inherited_columns()`][treebo.add_tree.features.inherited_columns] adds its
             ancestors').
 
     Returns:

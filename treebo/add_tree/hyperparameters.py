@@ -44,10 +44,11 @@ def log_normal_prior(loc: float, scale: float) -> LogNormalPrior:
 class VertexHyperparameters:
     """Per-vertex views of the Add-Tree kernel's grouped hyper-parameters.
 
-    A mixin for :class:`~treebo.kernels.AddTreeKernel`: it expects the
+    A mixin for [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]: it expects the
     buffers ``lengthscale_group``, ``outputscale_group``, ``vertex_slots``,
     ``vertex_has_params``, the attributes ``vertex_bias``,
-    ``shared_component`` and ``tree``; :meth:`_register_hyperparameters`
+    ``shared_component`` and ``tree``;
+    `_register_hyperparameters()`
     registers the raw parameters, constraints and priors.
     """
 

@@ -1,7 +1,10 @@
-"""The settings of :class:`~treebo.kernels.AddTreeKernel`, as one typed object.
+"""The settings of [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel], as one typed
+object.
 
-The kernel, :class:`~treebo.models.AddTreeGP`, the loop's strategies and the Ax
-integration all read their kernel settings from :class:`AddTreeKernelOptions`,
+The kernel, [`AddTreeGP`][treebo.add_tree.model.AddTreeGP], the loop's strategies and
+the Ax
+integration all read their kernel settings from
+[`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions],
 so the list of options and their checks live here only.
 """
 
@@ -38,11 +41,13 @@ def validate_vertex_bias(vertex_bias: bool | str) -> str:
 
 @dataclass(frozen=True)
 class AddTreeKernelOptions:
-    """Structural settings of an :class:`~treebo.kernels.AddTreeKernel`.
+    """Structural settings of an
+    [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel].
 
     The defaults are Definition 4 of Ma & Blaschko (2020): one RBF kernel per
     vertex with its own ARD lengthscales and output scale, nothing shared.
-    :data:`LOOP_KERNEL_OPTIONS` holds the settings of treebo's loop.
+    `LOOP_KERNEL_OPTIONS` holds
+    the settings of treebo's loop.
 
     Attributes:
         base_kernel: Per-vertex correlation, ``"rbf"`` or ``"matern52"``.
@@ -104,7 +109,8 @@ class AddTreeKernelOptions:
         return tuple(f.name for f in fields(cls))
 
 
-#: The kernel of treebo's loop (:class:`~treebo.strategies.AddTreeOptions`):
+#: The kernel of treebo's loop
+#: ([`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]):
 #: lengthscales and output scales shared by depth, a learned offset per
 #: vertex, and a shared component per depth, so that an unexplored branch
 #: inherits what its siblings taught the model.

@@ -1,17 +1,17 @@
 r"""Exact GP with the Add-Tree kernel, and its per-vertex posteriors.
 
 Under the Add-Tree prior the latent function is a sum of independent vertex
-components, :math:`f(x) = m + \sum_{v \in l(x)} f_v(x|_v)`. Given training data
-:math:`(X, y)` with :math:`\hat K = K(X, X) + \Sigma` and
-:math:`\alpha = \hat K^{-1}(y - m)`, the posterior of component :math:`v` at a
-point :math:`z` that passes through :math:`v` is Gaussian with
+components, $f(x) = m + \sum_{v \in l(x)} f_v(x|_v)$. Given training data
+$(X, y)$ with $\hat K = K(X, X) + \Sigma$ and
+$\alpha = \hat K^{-1}(y - m)$, the posterior of component $v$ at a
+point $z$ that passes through $v$ is Gaussian with
 
-.. math::
+$$
+\mu_v(z) = k_v(z, X)\,\alpha, \qquad
+\sigma_v^2(z) = \sigma_v^2 - k_v(z, X)\,\hat K^{-1} k_v(X, z),
+$$
 
-    \mu_v(z) = k_v(z, X)\,\alpha, \qquad
-    \sigma_v^2(z) = \sigma_v^2 - k_v(z, X)\,\hat K^{-1} k_v(X, z),
-
-and on any path the component means sum (with :math:`m`) to the GP's posterior
+and on any path the component means sum (with $m$) to the GP's posterior
 mean. These are what Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020)
 maximizes vertex by vertex.
 """
@@ -114,15 +114,16 @@ class _MomentPosterior(GPyTorchPosterior):
 
 
 class AddTreeGP(CachedSolveMixin, SingleTaskGP):
-    r"""Single-task exact GP with an :class:`AddTreeKernel`.
+    r"""Single-task exact GP with an
+    [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel].
 
     A drop-in replacement for
-    :class:`botorch.models.hierarchical.HierarchicalConditionalKernelGP`: same
+    `botorch.models.hierarchical.HierarchicalConditionalKernelGP`: same
     column layout (choice columns hold the values named in
     ``hierarchical_dependencies``), same ``train_Yvar``, ``input_transform``
     and ``outcome_transform`` arguments.
 
-    By default inputs are normalized with :class:`Normalize` on the numeric
+    By default inputs are normalized with `Normalize` on the numeric
     parameter columns only (using ``bounds`` if given, else the training data's
     range), so that choice and categorical columns keep their values.
 
@@ -130,7 +131,8 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         train_X: ``batch_shape x n x d`` training inputs.
         train_Y: ``batch_shape x n x m`` training observations.
         hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``, or
-            its :class:`~treebo.space.TreeStructure` (e.g. ``space.tree``),
+            its [`TreeStructure`][treebo.space.structure.TreeStructure] (e.g.
+            ``space.tree``),
             which the model and its kernel then share.
         train_Yvar: Optional observed noise variances, like ``train_Y``.
         likelihood: Optional likelihood (default as in ``SingleTaskGP``).
@@ -139,13 +141,15 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         input_transform: Input transform; ``DEFAULT`` normalizes continuous
             columns, ``None`` applies nothing.
         outcome_transform: Outcome transform (``DEFAULT``: ``Standardize``).
-        covar_module: Optional ready :class:`AddTreeKernel` (e.g. with other
+        covar_module: Optional ready
+            [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel] (e.g. with other
             priors); must match ``train_X``'s columns.
         categorical_values: ``{column: values}`` of the unordered categorical
             parameter columns (e.g. ``TreeSpace.categorical_values``), modelled
             by one-hot features inside their vertex's kernel; default none.
         **kernel_options: The kernel's structural settings, the fields of
-            :class:`~treebo.kernels.AddTreeKernelOptions` (``base_kernel``,
+            [`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions]
+            (``base_kernel``,
             ``vertex_bias``, ``share_lengthscales``, ``share_outputscales``,
             ``shared_component``); default Definition 4 of the paper.
 
@@ -258,7 +262,8 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
                 further category). Ignored where ``categorical_values`` is
                 given.
             **kwargs: Kernel options (fields of
-                :class:`~treebo.kernels.AddTreeKernelOptions`) and
+                [`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions])
+                and
                 ``SingleTaskGP.construct_inputs``' own arguments.
         """
         names = AddTreeKernelOptions.names()
@@ -338,7 +343,8 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         In eval mode, for one point per batch (``q = 1``, the case of analytic
         acquisition functions such as ``LogExpectedImprovement``) without
         observation noise or a posterior transform, the moments come from
-        :meth:`posterior_mean_variance` (one cached Cholesky factor; the
+        [`posterior_mean_variance()`][treebo.add_tree.model.AddTreeGP.posterior_mean_variance]
+        (one cached Cholesky factor; the
         hyper-parameters are constants, gradients flow to ``X``). Otherwise,
         and always in train mode, this is ``SingleTaskGP.posterior``.
         """
@@ -383,7 +389,8 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
             X: ``batch_shape x r x d`` query points in the raw input space.
 
         Returns:
-            A :class:`VertexPosterior` with ``batch_shape x r x V`` means and
+            A [`VertexPosterior`][treebo.add_tree.model.VertexPosterior] with
+            ``batch_shape x r x V`` means and
             variances on the original outcome scale.
         """
         if self.num_outputs != 1:

@@ -1,6 +1,7 @@
 r"""Algorithm 2 of Ma & Blaschko (2020): the Add-Tree UCB maximized vertex by vertex.
 
-:func:`optimize_add_tree_ucb` maximizes every vertex's UCB on its own
+[`optimize_add_tree_ucb()`][treebo.add_tree.optimize.optimize_add_tree_ucb] maximizes
+every vertex's UCB on its own
 low-dimensional domain, all vertices and all restarts in one batched L-BFGS-B
 run, then combines the per-vertex optima along each path (``P x V`` mask times
 ``V`` vector, or the best configuration by message passing when the paths are
@@ -47,15 +48,17 @@ def optimize_add_tree_ucb(
        since columns belong to exactly one vertex, the starts of all vertices
        fit in one ``num_restarts x d`` tensor, optimized in one L-BFGS-B run of
        the separable sum.
-    3. Take each vertex's best value :math:`u_v^*`, score every path by
-       :math:`\sum_{v \in l} u_v^*`, and assemble the best path's point. With
-       more than :data:`~treebo.space.configurations.MAX_LISTED_PATHS` paths, the
+    3. Take each vertex's best value $u_v^*$, score every path by
+       $\sum_{v \in l} u_v^*$, and assemble the best path's point. With
+       more than `MAX_LISTED_PATHS`
+       paths, the
        best one is found by dynamic programming over the tree
-       (:class:`~treebo.space.configurations.ConfigurationSearch`) and the paths
+       ([`ConfigurationSearch`][treebo.space.configurations.ConfigurationSearch]) and
+       the paths
        scored are it and those that change one of its choices.
 
     Args:
-        acq_function: An :class:`AddTreeUCB`.
+        acq_function: An [`AddTreeUCB`][treebo.add_tree.ucb.AddTreeUCB].
         space: The search space whose encoding the model was trained on.
         num_restarts: Starts per vertex.
         raw_samples: Random points scored to pick the starts.
@@ -69,7 +72,7 @@ def optimize_add_tree_ucb(
             largest UCB of the whole function).
 
     Returns:
-        A :class:`TreeCandidate`.
+        A [`TreeCandidate`][treebo.optim.tree_optimize.TreeCandidate].
     """
     if not isinstance(acq_function, AddTreeUCB):
         raise TypeError("optimize_add_tree_ucb needs an AddTreeUCB acquisition.")

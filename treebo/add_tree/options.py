@@ -2,8 +2,10 @@
 
 Each strategy has one frozen options object whose defaults are the settings
 that measured best for it (docs/design.md); two strategies that
-differ in a default say so in their own types (:class:`AddTreeOptions` and
-:class:`AddTreeUCBOptions`), never through a value that depends on another.
+differ in a default say so in their own types
+([`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions] and
+[`AddTreeUCBOptions`][treebo.add_tree.options.AddTreeUCBOptions]), never through a value
+that depends on another.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ LOCAL_MEANS = ("constant", "auto")
 @dataclass(frozen=True)
 class LocalStepOptions:
     r"""Local refinement of the incumbent (see
-    :class:`~treebo.add_tree.local_steps.LocalSteps`).
+    [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]).
 
     When the global proposal lies on the incumbent's path within 5% of each
     range of it, the strategy proposes from a GP of the incumbent's
@@ -29,7 +31,7 @@ class LocalStepOptions:
     neighbourhood: it resolves differences far below the global model's
     noise floor. The two settings here are those in which the two Add-Tree
     strategies differ; the step's own settings (radius, noise floor,
-    acquisitions) are :class:`~treebo.add_tree.local_steps.LocalSteps`'.
+    acquisitions) are [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]'.
 
     Attributes:
         mean: The local model's prior mean: ``"auto"`` fits the residuals of
@@ -71,12 +73,13 @@ class AddTreeOptions:
     """Settings of the ``"add_tree"`` strategy: LogEI on an ``AddTreeGP``.
 
     Attributes:
-        kernel: The :class:`~treebo.kernels.AddTreeKernel`'s settings.
+        kernel: The [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s settings.
         alternative_kernels: Further kernel settings, each fitted beside
             ``kernel`` at every proposal (warm-started from its own last
             fit); the proposal uses an alternative's model where it predicts
             the data clearly better in leave-one-out (its mean gain in
-            :func:`~treebo.models.loo_log_densities` over the best so far
+            [`loo_log_densities()`][treebo.gp.fit.loo_log_densities] over the best so
+            far
             exceeds one standard error), else ``kernel``'s. ``None`` (the
             default): ``kernel`` with the interaction terms of the paper's
             App. E (``ancestor_interactions=True``), so that they are used
@@ -86,7 +89,9 @@ class AddTreeOptions:
             ``kernel`` alone. An alternative that gives the space the same
             model as ``kernel`` (interaction terms on a space with no vertex
             of parameters below another) is skipped; each other one adds a
-            fit per proposal. :meth:`alternatives` resolves the setting.
+            fit per proposal.
+            [`alternatives()`][treebo.add_tree.options.AddTreeOptions.alternatives]
+            resolves the setting.
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes; small values suit deterministic objectives.
         num_restarts: Optimizer starts per path.
@@ -144,15 +149,17 @@ class AddTreeUCBOptions:
     r"""Settings of the ``"add_tree_ucb"`` strategy: Add-Tree-GP-UCB.
 
     Algorithm 2 of Ma & Blaschko (2020): per-vertex UCB optima combined along
-    paths. Its defaults differ from :class:`AddTreeOptions`' where that
+    paths. Its defaults differ from
+    [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]' where that
     measured better for it: no vertex offsets, no alternative kernel (each
     vertex is maximized on its own parameters, so interaction terms do not
     apply), a plain local model (``mean="constant"``) that also runs after
     two failed global proposals, and proposals moved off a resolved basin.
-    :meth:`paper` gives the paper's loop.
+    [`paper()`][treebo.add_tree.options.AddTreeUCBOptions.paper] gives the paper's loop.
 
     Attributes:
-        kernel: The :class:`~treebo.add_tree.AddTreeKernel`'s settings (no
+        kernel: The [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s settings
+            (no
             ancestor terms: each vertex is maximized on its own parameters).
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes.
@@ -160,7 +167,7 @@ class AddTreeUCBOptions:
         raw_samples: Random points scored to choose the starts.
         local: Local refinement of the incumbent, or ``None`` for none.
         beta: UCB weight(s); ``None`` gives the paper's
-            :math:`0.2\,d_v \log(2t)`.
+            $0.2\,d_v \log(2t)$.
         path_selection: ``"joint"`` (the path whose whole-function UCB is
             highest) or ``"sum"`` (the paper's sum of per-vertex optima).
         basin_patience: Local steps in a row without improvement after which

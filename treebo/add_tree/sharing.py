@@ -1,4 +1,5 @@
-"""Sharing groups of :class:`~treebo.kernels.AddTreeKernel`'s hyper-parameters.
+"""Sharing groups of [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s
+hyper-parameters.
 
 Vertices in one group share a lengthscale vector (or an output scale): each
 group holds one parameter, and vertices read theirs by a gather.

@@ -1,22 +1,25 @@
 r"""The Add-Tree strategies: BO on tree-structured spaces with an ``AddTreeGP``.
 
-A proposal fits an :class:`~treebo.models.AddTreeGP` (warm-started, see
-:class:`~treebo.strategies.fitting.WarmStartFit`), believes the pending
+A proposal fits an [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] (warm-started, see
+[`WarmStartFit`][treebo.strategies.fitting.WarmStartFit]), believes the pending
 configurations at its predicted values
-(:func:`~treebo.strategies.believer.believe_pending`), maximizes an acquisition
+([`believe_pending()`][treebo.strategies.believer.believe_pending]), maximizes an
+acquisition
 over every path at once, and then applies three rules:
 
 1. A proposal on the incumbent's path within the local radius becomes a local
-   step (:class:`~treebo.add_tree.local_steps.LocalSteps`): the global model
+   step ([`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]): the global model
    cannot resolve differences below its noise floor, the local model can.
 2. A global proposal that repeats an evaluated point (to ``1e-4`` of each
    range) is replaced by the best path candidate not yet evaluated.
 3. Add-Tree-GP-UCB only: once local steps stop improving
-   (:func:`~treebo.add_tree.basins.basin_resolved`), a global proposal near
+   ([`basin_resolved()`][treebo.add_tree.basins.basin_resolved]), a global proposal near
    the incumbent is moved to the best candidate elsewhere (kind ``"away"``).
 
-``"add_tree"`` (:class:`AddTreeStrategy`) maximizes ``LogExpectedImprovement``;
-``"add_tree_ucb"`` (:class:`AddTreeUCBStrategy`) is Algorithm 2 of Ma &
+``"add_tree"`` ([`AddTreeStrategy`][treebo.add_tree.strategy.AddTreeStrategy]) maximizes
+``LogExpectedImprovement``;
+``"add_tree_ucb"`` ([`AddTreeUCBStrategy`][treebo.add_tree.strategy.AddTreeUCBStrategy])
+is Algorithm 2 of Ma &
 Blaschko (2020).
 """
 
@@ -61,10 +64,11 @@ from treebo.strategies.fitting import WarmStartFit
 
 @register_strategy
 class AddTreeStrategy(Strategy):
-    """LogEI on an :class:`~treebo.models.AddTreeGP`, with local refinement.
+    """LogEI on an [`AddTreeGP`][treebo.add_tree.model.AddTreeGP], with local
+    refinement.
 
     Args:
-        options: :class:`~treebo.strategies.AddTreeOptions`.
+        options: [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions].
         **kwargs: ``device`` and ``dtype`` of the models (default CPU,
             float64).
 
@@ -98,7 +102,8 @@ class AddTreeStrategy(Strategy):
     # ----------------------------------------------------------------- model
     def make_local_steps(self) -> LocalSteps | None:
         """The local refinement of ``options.local`` (``None``: none; a
-        subclass may return a :class:`LocalSteps` subclass with other step
+        subclass may return a [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]
+        subclass with other step
         settings)."""
         local = self.options.local
         return None if local is None else LocalSteps(local)
@@ -117,7 +122,8 @@ class AddTreeStrategy(Strategy):
         noise_floor: float,
         kernel: AddTreeKernelOptions | None = None,
     ) -> AddTreeGP:
-        """An unfitted :class:`AddTreeGP` on ``X``, ``y`` with the kernel
+        """An unfitted [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] on ``X``, ``y``
+        with the kernel
         settings ``kernel`` (default: those of the model in use)."""
         kernel = self.kernel_options if kernel is None else kernel
         return AddTreeGP(
@@ -134,7 +140,8 @@ class AddTreeStrategy(Strategy):
         """Fit the global model to the finished evaluations: the model of
         ``options.kernel``, or of an alternative kernel that predicts the
         data clearly better in leave-one-out (by more than one standard error
-        of the paired per-point gains: :func:`~treebo.gp.fit.predicts_better`)."""
+        of the paired per-point gains:
+        [`predicts_better()`][treebo.gp.fit.predicts_better])."""
         space, X, y = observations.space, observations.X, observations.y
         floor, main = self.options.noise_floor, self.options.kernel
         model = self.fitter.fit(lambda f: self.build_model(space, X, y, f, main), floor)
@@ -282,7 +289,7 @@ class AddTreeStrategy(Strategy):
         around: Tensor,
     ) -> TreeCandidate:
         """Maximize ``acqf`` by alternating continuous and discrete steps
-        (:func:`~treebo.optim.optimize_acqf_mixed_tree`)."""
+        ([`optimize_acqf_mixed_tree()`][treebo.optim.mixed.optimize_acqf_mixed_tree])."""
         return optimize_acqf_mixed_tree(
             acqf,
             observations.space,
@@ -303,7 +310,7 @@ class AddTreeUCBStrategy(AddTreeStrategy):
     """Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020) with local steps.
 
     Args:
-        options: :class:`~treebo.strategies.AddTreeUCBOptions`.
+        options: [`AddTreeUCBOptions`][treebo.add_tree.options.AddTreeUCBOptions].
         **kwargs: ``device`` and ``dtype`` of the models (default CPU,
             float64).
 

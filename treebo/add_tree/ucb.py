@@ -1,17 +1,17 @@
 r"""Add-Tree-GP-UCB: a UCB per vertex (Algorithm 2 of Ma & Blaschko, 2020).
 
-With the per-vertex posteriors :math:`(\mu_v, \sigma_v)` of an
-:class:`~treebo.models.AddTreeGP`, the vertex acquisition is
+With the per-vertex posteriors $(\mu_v, \sigma_v)$ of an
+[`AddTreeGP`][treebo.add_tree.model.AddTreeGP], the vertex acquisition is
 
-.. math::
-
-    u_v(x|_v) = \pm\mu_v(x|_v) + \sqrt{\beta_v}\,\sigma_v(x|_v),
+$$
+u_v(x|_v) = \pm\mu_v(x|_v) + \sqrt{\beta_v}\,\sigma_v(x|_v),
+$$
 
 (``+`` when maximizing, ``-`` when minimizing) and the value of a point on path
-:math:`l` is :math:`\sum_{v \in l} u_v`. Because the sum is additive over
-vertices, each :math:`u_v` can be maximized on its own, low-dimensional domain
+$l$ is $\sum_{v \in l} u_v$. Because the sum is additive over
+vertices, each $u_v$ can be maximized on its own, low-dimensional domain
 and the best path read off afterwards
-(:func:`treebo.optim.optimize_add_tree_ucb`).
+([`treebo.optim.optimize_add_tree_ucb()`][treebo.add_tree.optimize.optimize_add_tree_ucb]).
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from treebo.add_tree.model import AddTreeGP
 
 
 def add_tree_beta(t: int, vertex_dims: Tensor, scale: float = 0.2) -> Tensor:
-    r"""The paper's schedule :math:`\beta_t = 0.2\,\tilde d \log(2t)`, per vertex.
+    r"""The paper's schedule $\beta_t = 0.2\,\tilde d \log(2t)$, per vertex.
 
-    :math:`\tilde d` is the dimension of the space in which UCB is maximized,
+    $\tilde d$ is the dimension of the space in which UCB is maximized,
     i.e. the number of continuous parameters of each vertex (at least 1).
 
     Args:
@@ -46,17 +46,20 @@ def add_tree_beta(t: int, vertex_dims: Tensor, scale: float = 0.2) -> Tensor:
 
 
 class AddTreeUCB(AcquisitionFunction):
-    r"""Per-vertex (decomposed) upper confidence bound for an :class:`AddTreeGP`.
+    r"""Per-vertex (decomposed) upper confidence bound for an
+    [`AddTreeGP`][treebo.add_tree.model.AddTreeGP].
 
     ``forward`` scores a point by the sum of the vertex UCBs on its own path,
     ``offset + sum_{v active at x} u_v(x)``, which makes this a standard BoTorch
-    acquisition function (``b x 1 x d -> b``). :meth:`vertex_values` gives all
+    acquisition function (``b x 1 x d -> b``).
+    [`vertex_values()`][treebo.add_tree.ucb.AddTreeUCB.vertex_values] gives all
     vertex UCBs at once, which is what Algorithm 2 maximizes.
 
     Args:
-        model: A fitted single-outcome :class:`AddTreeGP`.
+        model: A fitted single-outcome [`AddTreeGP`][treebo.add_tree.model.AddTreeGP].
         beta: Scalar or ``V`` tensor of exploration weights. Default: the paper's
-            :func:`add_tree_beta` with ``t`` = number of training points.
+            [`add_tree_beta()`][treebo.add_tree.ucb.add_tree_beta] with ``t`` = number
+            of training points.
         maximize: If false, the objective is minimized (lower confidence bound).
     """
 

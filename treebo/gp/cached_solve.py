@@ -1,18 +1,19 @@
 r"""A cached Cholesky solve for models that report additive components.
 
-:class:`~treebo.models.AddTreeGP` (vertex components) and
-:class:`~treebo.models.TreeAdditiveGP` (edge and variable components) give the
+[`AddTreeGP`][treebo.add_tree.model.AddTreeGP] (vertex components) and
+[`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP] (edge and variable
+components) give the
 posterior of each component of their kernel separately. Both need the same
 pieces of the exact GP posterior, computed once per set of hyper-parameters:
 
-.. math::
+$$
+\hat K = L L^\top = K(X, X) + \mathrm{diag}(\sigma^2_n), \qquad
+\alpha = \hat K^{-1} (y - c),
+$$
 
-    \hat K = L L^\top = K(X, X) + \mathrm{diag}(\sigma^2_n), \qquad
-    \alpha = \hat K^{-1} (y - c),
-
-with :math:`c` the constant mean, and for a component :math:`k_G`,
-:math:`\mu_G(x) = k_G(x, X)\alpha` and
-:math:`\sigma^2_G(x) = k_G(x, x) - \lVert L^{-1} k_G(X, x) \rVert^2`.
+with $c$ the constant mean, and for a component $k_G$,
+$\mu_G(x) = k_G(x, X)\alpha$ and
+$\sigma^2_G(x) = k_G(x, x) - \lVert L^{-1} k_G(X, x) \rVert^2$.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from torch import Tensor
 
 
 class CachedSolveMixin:
-    """Adds :meth:`solve_cache`, :meth:`outcome_scale` and :meth:`constant_offset`.
+    """Adds [`solve_cache()`][treebo.gp.cached_solve.CachedSolveMixin.solve_cache],
+    [`outcome_scale()`][treebo.gp.cached_solve.CachedSolveMixin.outcome_scale] and
+    [`constant_offset()`][treebo.gp.cached_solve.CachedSolveMixin.constant_offset].
 
     Mix into a ``SingleTaskGP`` subclass (before it in the bases). In eval mode
     the cache is kept and detached (hyper-parameters are constants; gradients
@@ -93,7 +96,7 @@ class CachedSolveMixin:
             ``(mean, variance)``, each ``batch_shape x *c``: ``k alpha`` and
             ``k_G(x, x) - ||L^{-1} k||^2`` (clamped at zero), scaled by the
             outcome transform's standard deviation (no shift: see
-            :meth:`constant_offset`).
+            [`constant_offset()`][treebo.gp.cached_solve.CachedSolveMixin.constant_offset]).
         """
         cache = self.solve_cache()
         n = k.shape[-1]

@@ -1,16 +1,20 @@
 r"""Stationary correlations of squared distances, with hand-written gradients.
 
-:func:`stationary_correlation` evaluates the RBF or Matern-5/2 correlation of a
-squared distance (:func:`matern52_parts` also returns the factor of the Matern
-derivative; :func:`pairwise_sq_dist` forms squared distances).
-:class:`SlotGram` computes the Gram matrix of the slot encoding of
-:class:`~treebo.kernels.AddTreeKernel` in one pass: for inputs ``a``
+[`stationary_correlation()`][treebo.gp.correlation.stationary_correlation] evaluates the
+RBF or Matern-5/2 correlation of a
+squared distance ([`matern52_parts()`][treebo.gp.correlation.matern52_parts] also
+returns the factor of the Matern
+derivative; [`pairwise_sq_dist()`][treebo.gp.correlation.pairwise_sq_dist] forms squared
+distances).
+[`SlotGram`][treebo.gp.correlation.SlotGram] computes the Gram matrix of the slot
+encoding of
+[`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel] in one pass: for inputs ``a``
 (``S x n x D``) and ``b`` (``S x m x D``) already divided by their
 lengthscales, and pair weights ``w`` (``S x n x m``),
 
-.. math::
-
-    K = \sum_s w_s \odot \kappa(\lVert a_s - b_s \rVert^2),
+$$
+K = \sum_s w_s \odot \kappa(\lVert a_s - b_s \rVert^2),
+$$
 
 with a backward pass of two batched matrix products per input (no
 ``S x n x m x D`` temporaries). Neither supports double backward.
@@ -29,10 +33,10 @@ _SQRT5 = math.sqrt(5.0)
 def matern52_parts(sq_dist: Tensor) -> tuple[Tensor, Tensor]:
     r"""Matern-5/2 correlation and the factor of its derivative.
 
-    For squared distances :math:`r^2 \ge 0`, returns
-    :math:`\kappa = (1 + \sqrt5 r + 5r^2/3)e^{-\sqrt5 r}` and
-    :math:`t = (1 + \sqrt5 r) e^{-\sqrt5 r}`, with
-    :math:`d\kappa/d(r^2) = -\tfrac56 t` (finite at :math:`r = 0`).
+    For squared distances $r^2 \ge 0$, returns
+    $\kappa = (1 + \sqrt5 r + 5r^2/3)e^{-\sqrt5 r}$ and
+    $t = (1 + \sqrt5 r) e^{-\sqrt5 r}$, with
+    $d\kappa/d(r^2) = -\tfrac56 t$ (finite at $r = 0$).
 
     Args:
         sq_dist: Squared scaled distances, any shape.
@@ -55,7 +59,8 @@ def matern52_parts(sq_dist: Tensor) -> tuple[Tensor, Tensor]:
 class _Matern52FromSquared(torch.autograd.Function):
     r"""Matern-5/2 correlation of squared distances with a fused backward.
 
-    Saving only the derivative factor of :func:`matern52_parts` keeps memory
+    Saving only the derivative factor of
+    [`matern52_parts()`][treebo.gp.correlation.matern52_parts] keeps memory
     and time of the backward pass low on large ``n x m x S`` tensors.
     """
 
@@ -75,7 +80,7 @@ def pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
     r"""Squared Euclidean distances between the rows of two point sets.
 
     Low dimensions (``D <= 4``) take differences feature by feature; higher
-    ones use :math:`|a|^2 + |b|^2 - 2 a \cdot b` about the mean of ``a``
+    ones use $|a|^2 + |b|^2 - 2 a \cdot b$ about the mean of ``a``
     (clamped at 0).
 
     Args:
@@ -107,12 +112,12 @@ def pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
 class SlotGram(torch.autograd.Function):
     r"""Add-Tree Gram matrix from slot features, with a fused backward pass.
 
-    Forward: :math:`K_{nm} = \sum_s w_{snm}\,\kappa(\lVert a_{sn} - b_{sm}
-    \rVert^2)` for ``a``: ``*b x S x n x D``, ``b``: ``*b x S x m x D`` and
+    Forward: $K_{nm} = \sum_s w_{snm}\,\kappa(\lVert a_{sn} - b_{sm}
+    \rVert^2)$ for ``a``: ``*b x S x n x D``, ``b``: ``*b x S x m x D`` and
     weights ``w``: ``*b x S x n x m`` (batch shapes broadcast).
 
-    Backward: with :math:`g_{snm} = G_{nm} w_{snm} \kappa'(r^2_{snm})`, the input
-    gradients are :math:`2(a_{sn} \sum_m g_{snm} - \sum_m g_{snm} b_{sm})` (and
+    Backward: with $g_{snm} = G_{nm} w_{snm} \kappa'(r^2_{snm})$, the input
+    gradients are $2(a_{sn} \sum_m g_{snm} - \sum_m g_{snm} b_{sm})$ (and
     symmetrically for ``b``): two batched matrix products instead of
     ``S x n x m x D`` temporaries, and no autograd graph over the ``S x n x m``
     intermediates.
@@ -154,12 +159,12 @@ class SlotGram(torch.autograd.Function):
 
 
 def stationary_correlation(sq_dist: Tensor, base_kernel: str) -> Tensor:
-    r"""Correlation :math:`\kappa(r)` from squared scaled distances :math:`r^2`.
+    r"""Correlation $\kappa(r)$ from squared scaled distances $r^2$.
 
     Args:
         sq_dist: Tensor of squared distances, any shape.
-        base_kernel: ``"rbf"`` (:math:`e^{-r^2/2}`) or ``"matern52"``
-            (:math:`(1 + \sqrt5 r + 5r^2/3) e^{-\sqrt5 r}`).
+        base_kernel: ``"rbf"`` ($e^{-r^2/2}$) or ``"matern52"``
+            ($(1 + \sqrt5 r + 5r^2/3) e^{-\sqrt5 r}$).
 
     Returns:
         Tensor of the same shape.

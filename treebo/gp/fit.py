@@ -6,12 +6,13 @@ marginal likelihood often prefers short lengthscales plus noise over a smooth
 fit; the leave-one-out predictive log likelihood (``"loo"``, Rasmussen &
 Williams 2006, Sec. 5.4.2),
 
-.. math::
-    \frac{1}{n}\sum_{i=1}^n \log p(y_i \mid X, y_{-i}, \theta)
-    = \frac{1}{n}\sum_i \Big(-\tfrac12 \log \sigma_i^2
-      - \frac{(y_i - \mu_i)^2}{2 \sigma_i^2}\Big) - \tfrac12 \log 2\pi,
-    \quad \sigma_i^2 = 1 / [K^{-1}]_{ii},\;
-    \mu_i = y_i - [K^{-1} y]_i \, \sigma_i^2,
+$$
+\frac{1}{n}\sum_{i=1}^n \log p(y_i \mid X, y_{-i}, \theta)
+= \frac{1}{n}\sum_i \Big(-\tfrac12 \log \sigma_i^2
+  - \frac{(y_i - \mu_i)^2}{2 \sigma_i^2}\Big) - \tfrac12 \log 2\pi,
+\quad \sigma_i^2 = 1 / [K^{-1}]_{ii},\;
+\mu_i = y_i - [K^{-1} y]_i \, \sigma_i^2,
+$$
 
 scores hyper-parameters by how well each point is predicted from the others,
 which is what a regression or BO surrogate is used for; on few points it can
@@ -80,17 +81,20 @@ class NoiseFloorLikelihood(GaussianLikelihood):
 def noise_floor_likelihood(
     noise_floor: float, batch_shape: torch.Size | None = None
 ) -> GaussianLikelihood:
-    """A :class:`NoiseFloorLikelihood` (arguments as its)."""
+    """A [`NoiseFloorLikelihood`][treebo.gp.fit.NoiseFloorLikelihood] (arguments as
+    its)."""
     return NoiseFloorLikelihood(noise_floor, batch_shape)
 
 
 def noise_floor_likelihood_options(noise_floor: float) -> dict[str, Any]:
-    """``GaussianLikelihood`` keyword arguments of :class:`NoiseFloorLikelihood`.
+    """``GaussianLikelihood`` keyword arguments of
+    [`NoiseFloorLikelihood`][treebo.gp.fit.NoiseFloorLikelihood].
 
     For code that builds a ``GaussianLikelihood`` (or a subclass) itself; a
     framework that stores the likelihood's options (Ax's
     ``ModelConfig(likelihood_class=..., likelihood_options=...)``) takes
-    :class:`NoiseFloorLikelihood` with ``{"noise_floor": ...}`` instead.
+    [`NoiseFloorLikelihood`][treebo.gp.fit.NoiseFloorLikelihood] with
+    ``{"noise_floor": ...}`` instead.
 
     Returns:
         ``{"noise_prior": ..., "noise_constraint": ...}``.
@@ -114,7 +118,7 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
             log densities of the model's priors. ``"loo"`` leaves a constant
             mean weakly determined (a smooth component can absorb offsets), so
             predictions far from the data can drift.
-        **fit_kwargs: Passed to :func:`botorch.fit.fit_gpytorch_mll` (e.g.
+        **fit_kwargs: Passed to `botorch.fit.fit_gpytorch_mll()` (e.g.
             ``optimizer_kwargs``); its retries with fresh draws from the priors
             apply to both criteria.
 
@@ -134,7 +138,7 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
 def loo_log_densities(model: Model) -> Tensor:
     r"""Leave-one-out log predictive density of each training point.
 
-    :math:`\log p(y_i \mid X, y_{-i}, \theta)` of the module docstring,
+    $\log p(y_i \mid X, y_{-i}, \theta)$ of the module docstring,
     without priors, at the model's current hyper-parameters (closed form:
     one Cholesky factorization).
 
@@ -170,7 +174,8 @@ def loo_log_densities(model: Model) -> Tensor:
 
 def loo_log_predictive(model: Model) -> Tensor:
     r"""Mean leave-one-out log predictive density of a fitted exact GP's data
-    (the mean of :func:`loo_log_densities`): how well each training point is
+    (the mean of [`loo_log_densities()`][treebo.gp.fit.loo_log_densities]): how well
+    each training point is
     predicted from the others.
 
     Args:
@@ -192,9 +197,10 @@ def loo_log_predictive(model: Model) -> Tensor:
 def predicts_better(candidate: Tensor, incumbent: Tensor, z: float = 1.0) -> bool:
     r"""Whether leave-one-out densities show a model to predict better than another.
 
-    With :math:`d_i` the per-point differences of ``candidate`` and
-    ``incumbent`` (:func:`loo_log_densities` of two models on the same
-    data), the candidate wins if :math:`\bar d > z\,s_d / \sqrt n`: its mean
+    With $d_i$ the per-point differences of ``candidate`` and
+    ``incumbent`` ([`loo_log_densities()`][treebo.gp.fit.loo_log_densities] of two
+    models on the same
+    data), the candidate wins if $\bar d > z\,s_d / \sqrt n$: its mean
     gain exceeds ``z`` standard errors (a paired test; with ``z = 1`` the
     one-standard-error rule). A more flexible model fitted to the same data
     scores a little higher by chance; it must do so clearly.

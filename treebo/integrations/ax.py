@@ -2,12 +2,18 @@ r"""Ax integration: search spaces with ``dependents`` and an Add-Tree generation
 
 Ax describes a conditional space with ``ChoiceParameter(..., dependents={value:
 [names]})``: choosing ``value`` activates the named parameters. That is a
-:class:`~treebo.TreeSpace`: a choice's options lead to child vertices that own
-the activated parameters. :func:`tree_space_from_ax` and :func:`ax_search_space`
-convert between the two, and :func:`add_tree_generation_strategy` runs
-:class:`~treebo.models.AddTreeGP` inside Ax's modular BoTorch generator, which
+[`TreeSpace`][treebo.space.tree_space.TreeSpace]: a choice's options lead to child
+vertices that own
+the activated parameters.
+[`tree_space_from_ax()`][treebo.integrations.ax.tree_space_from_ax] and
+[`ax_search_space()`][treebo.integrations.ax.ax_search_space]
+convert between the two, and
+[`add_tree_generation_strategy()`][treebo.integrations.ax.add_tree_generation_strategy]
+runs
+[`AddTreeGP`][treebo.add_tree.model.AddTreeGP] inside Ax's modular BoTorch generator,
+which
 passes the transformed space's ``hierarchical_dependencies`` to
-:meth:`AddTreeGP.construct_inputs`::
+`AddTreeGP.construct_inputs()`::
 
     from ax.core.experiment import Experiment
 
@@ -22,7 +28,8 @@ model; the experiment saves to and loads from JSON as any other::
 
     client.set_generation_strategy(add_tree_generation_strategy())
 
-Importing this module registers ``AddTreeGP`` with Ax (:func:`register_with_ax`).
+Importing this module registers ``AddTreeGP`` with Ax
+([`register_with_ax()`][treebo.integrations.ax.register_with_ax]).
 Ax is an optional dependency (``pip install "treebo[ax]"``); importing this
 module without it raises an ``ImportError`` that says so.
 """
@@ -46,23 +53,26 @@ from treebo.space.parameter_tree import build_root
 _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
 
 #: The kernel options of treebo's loop
-#: (:data:`~treebo.add_tree.kernel_options.LOOP_KERNEL_OPTIONS`) as ``AddTreeGP``
-#: keyword arguments: the default ``model_options`` of
-#: :func:`add_tree_generation_strategy`: sharing by depth lets an unexplored
+#: (``treebo.add_tree.kernel_options.LOOP_KERNEL_OPTIONS``)
+#: as ``AddTreeGP`` keyword arguments: the default ``model_options`` of
+#: ``add_tree_generation_strategy()``: sharing by depth lets an unexplored
 #: branch borrow its siblings' scales (docs/design.md). With
 #: ``noise_floor=1e-6`` the strategy's model is the loop's.
 LOOP_MODEL_OPTIONS: dict[str, Any] = LOOP_KERNEL_OPTIONS.as_kwargs()
 
 
 def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
-    """A :class:`~treebo.TreeSpace` from an Ax search space with ``dependents``.
+    """A [`TreeSpace`][treebo.space.tree_space.TreeSpace] from an Ax search space with
+    ``dependents``.
 
     Parameters that no choice activates sit on the root vertex. A choice's
     ``dependents[value]`` become the parameters and choices of the vertex that
     ``value`` leads to; a parameter listed under several values of one choice
     is one parameter shared by those options. Float ranges become
-    :class:`~treebo.Real`, integer ranges :class:`~treebo.Integer`, and choices
-    without dependents :class:`~treebo.Categorical` (ordered if Ax's is).
+    [`Real`][treebo.space.parameters.Real], integer ranges
+    [`Integer`][treebo.space.parameters.Integer], and choices
+    without dependents [`Categorical`][treebo.space.parameters.Categorical] (ordered if
+    Ax's is).
     Parameter names and choice values carry over (a choice value is the
     option's label in treebo's dicts).
 
@@ -119,7 +129,7 @@ def ax_search_space(space: TreeSpace) -> SearchSpace:
     Reals and integers become ``RangeParameter``\\ s, categoricals
     ``ChoiceParameter``\\ s (ordered as theirs), and choices
     ``ChoiceParameter``\\ s with ``dependents`` (ordered: their order only
-    matters to Ax's transforms; :class:`~treebo.models.AddTreeGP` only uses
+    matters to Ax's transforms; [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] only uses
     them to pick branches, and ordered choices are not one-hot encoded, which
     keeps one column per choice); Ax sorts numeric choice values. Labels must
     be ``int``, ``float``, ``bool`` or ``str`` of one type per parameter.
@@ -193,7 +203,8 @@ def register_with_ax() -> None:
     ``register_model`` for the model, the same registries for the
     likelihood), so an experiment whose generation strategy uses them saves
     and loads; ``AddTreeGP`` also gets its model-input constructor
-    (:func:`_register_ax_input_constructor`), so a loaded experiment
+    (`_register_ax_input_constructor()`),
+    so a loaded experiment
     generates as the saved one did. Importing this module calls it; calling
     it again does nothing.
 
@@ -271,7 +282,8 @@ def add_tree_generation_strategy(
     seed: int | None = None,
     noise_floor: float | None = None,
 ) -> Any:
-    """Sobol trials, then BoTorch BO with :class:`~treebo.models.AddTreeGP`, in Ax.
+    """Sobol trials, then BoTorch BO with
+    [`AddTreeGP`][treebo.add_tree.model.AddTreeGP], in Ax.
 
     The hierarchical structure is kept (``Cast(flatten_hss=False)``) and choice
     parameters stay one numeric column each (no one-hot encoding), so Ax hands
@@ -280,16 +292,20 @@ def add_tree_generation_strategy(
     Args:
         num_initial_trials: Quasi-random trials before the model takes over.
         model_options: The kernel's settings, as
-            :class:`~treebo.kernels.AddTreeKernelOptions` or a dict of its
-            fields. Default: the loop's (:data:`LOOP_MODEL_OPTIONS`:
+            [`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions]
+            or a dict of its
+            fields. Default: the loop's
+            (`LOOP_MODEL_OPTIONS`:
             lengthscales and output scales shared by depth, an offset per
             vertex, shared components); ``{}`` gives Definition 4 of the
             Add-Tree paper.
         seed: Seed of the Sobol trials (default: unseeded).
         noise_floor: Lower bound on the noise variance of the standardized
-            outcomes (see :func:`~treebo.models.noise_floor_likelihood`; e.g.
+            outcomes (see
+            [`noise_floor_likelihood()`][treebo.gp.fit.noise_floor_likelihood]; e.g.
             ``1e-6`` for a deterministic objective, as in
-            :class:`~treebo.TreeOptimizer`). Default: BoTorch's likelihood.
+            [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]). Default: BoTorch's
+            likelihood.
 
     Returns:
         An Ax ``GenerationStrategy``.

@@ -1,10 +1,13 @@
-"""BoTorch's ``hierarchical_dependencies`` as a treebo :class:`~treebo.TreeSpace`.
+"""BoTorch's ``hierarchical_dependencies`` as a treebo
+[`TreeSpace`][treebo.space.tree_space.TreeSpace].
 
 BoTorch describes a conditional space by the columns of its input tensor:
 ``{parent_col: {value: [child_cols]}}`` (see
 ``botorch.models.hierarchical.HierarchicalConditionalKernelGP``). treebo reads
 that format and keeps its layout, so models of both packages consume the same
-tensors; :meth:`~treebo.TreeSpace.to_hierarchical_dependencies` writes it.
+tensors;
+[`to_hierarchical_dependencies()`][treebo.space.tree_space.TreeSpace.to_hierarchical_dependencies]
+writes it.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ def space_from_hierarchical_dependencies(
 ) -> TreeSpace:
     """Build a space from BoTorch's ``{parent_col: {value: [child_cols]}}``.
 
-    The same as :meth:`TreeSpace.from_hierarchical_dependencies
-    <treebo.space.TreeSpace.from_hierarchical_dependencies>`, which documents
-    the arguments.
+    The same as
+    [`TreeSpace.from_hierarchical_dependencies()`][treebo.space.tree_space.TreeSpace.from_hierarchical_dependencies],
+    which documents the arguments.
 
     Example:
         >>> import torch

@@ -6,13 +6,15 @@ most one categorical parent is a tree-structured space:
 ========================================  =========================================
 ConfigSpace                               treebo
 ========================================  =========================================
-``UniformFloatHyperparameter`` (``log``)  :class:`~treebo.Real` (``log_scale``)
-``UniformIntegerHyperparameter``          :class:`~treebo.Integer`
-``CategoricalHyperparameter``             :class:`~treebo.Choice` if some
+``UniformFloatHyperparameter`` (``log``) [`Real`][treebo.space.parameters.Real]
+(``log_scale``)
+``UniformIntegerHyperparameter``          [`Integer`][treebo.space.parameters.Integer]
+``CategoricalHyperparameter`` [`Choice`][treebo.space.parameters.Choice] if some
                                           hyperparameter is conditioned on it,
-                                          else :class:`~treebo.Categorical`
+                                          else
+                                          [`Categorical`][treebo.space.parameters.Categorical]
 ``OrdinalHyperparameter``                 the same, ``ordered=True``
-``Constant``                              a :class:`~treebo.Categorical` of one
+``Constant`` a [`Categorical`][treebo.space.parameters.Categorical] of one
                                           value
 ``EqualsCondition``, ``InCondition``,     the child under the parent's options
 ``NotEqualsCondition``, and ``And``/      that the condition admits (several
@@ -136,7 +138,8 @@ def _admitted(cs: Any, child: str) -> tuple[str, list[Hashable]] | None:
 
 
 def tree_space_from_configspace(cs: Any) -> TreeSpace:
-    """A :class:`~treebo.TreeSpace` from a ConfigSpace ``ConfigurationSpace``.
+    """A [`TreeSpace`][treebo.space.tree_space.TreeSpace] from a ConfigSpace
+    ``ConfigurationSpace``.
 
     Args:
         cs: A ``ConfigurationSpace`` (see the module docstring for what maps

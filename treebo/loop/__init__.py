@@ -1,4 +1,5 @@
-"""The optimization loop: ask/tell with dicts, and one-call :func:`minimize`.
+"""The optimization loop: ask/tell with dicts, and one-call
+[`minimize()`][treebo.loop.run.minimize].
 
 ::
 
@@ -9,15 +10,18 @@
     result = minimize(problem.objective, problem.space, budget=40, seed=0)
     result.best_params, result.best_value
 
-Every evaluation is recorded as a :class:`Trial`. An objective that raises or
+Every evaluation is recorded as a [`Trial`][treebo.loop.history.Trial]. An objective
+that raises or
 returns anything but a finite real number is recorded as failed, with the
 reason, and the loop goes on (the model sees the worst score observed so far
-at that point, so it steers away from it); a :class:`ProcessExecutor` also
+at that point, so it steers away from it); a
+[`ProcessExecutor`][treebo.loop.executors.ProcessExecutor] also
 ends evaluations that run past a time limit. With a ``checkpoint`` path every
 evaluation is appended to a journal as soon as it is told, and a run started
 with the same path and settings resumes from it exactly. Each finished trial
 is logged at INFO on the ``"treebo"`` logger, on stderr by default
-(:func:`set_verbosity`, :mod:`treebo.loop.log`).
+([`set_verbosity()`][treebo.loop.log.set_verbosity],
+[`treebo.loop.log`][treebo.loop.log]).
 """
 
 from treebo.loop.box import BoxResult, box_space, minimize_box

@@ -1,11 +1,13 @@
-r"""Minimizing a function of a tensor over a box: :func:`minimize_box`.
+r"""Minimizing a function of a tensor over a box:
+[`minimize_box()`][treebo.loop.box.minimize_box].
 
 For objectives of many continuous variables (tens to thousands) written on
-tensors, naming each variable is a chore. :func:`minimize_box` builds the
+tensors, naming each variable is a chore.
+[`minimize_box()`][treebo.loop.box.minimize_box] builds the
 space from a ``2 x d`` tensor of bounds (variables ``x0, x1, ...``), calls the
 objective with a ``d`` tensor, and returns the evaluated points as tensors
 besides the usual result. Everything else (strategies, failures, checkpoints,
-parallel workers) is :func:`~treebo.minimize`'s.
+parallel workers) is [`minimize()`][treebo.loop.run.minimize]'s.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ def box_space(bounds: Tensor) -> TreeSpace:
 
 @dataclass
 class BoxResult(OptimizationResult):
-    """What :func:`minimize_box` returns: an :class:`OptimizationResult` plus tensors.
+    """What [`minimize_box()`][treebo.loop.box.minimize_box] returns: an
+    [`OptimizationResult`][treebo.loop.history.OptimizationResult] plus tensors.
 
     Attributes:
         X: ``n x d`` every evaluated point, in order (failures included).
@@ -80,11 +83,11 @@ def minimize_box(
         model: The strategy: a name (default ``"tree_additive"``, for
             functions of many variables that interact mostly in pairs), its
             options (e.g. ``TreeAdditiveOptions(edges=...)``) or a Strategy.
-        **kwargs: Passed to :func:`~treebo.minimize` (``maximize``,
+        **kwargs: Passed to [`minimize()`][treebo.loop.run.minimize] (``maximize``,
             ``n_initial``, ``checkpoint``, ``n_workers``, ...).
 
     Returns:
-        A :class:`BoxResult`.
+        A [`BoxResult`][treebo.loop.box.BoxResult].
 
     Example:
         >>> bounds = torch.tensor([[-1.0] * 20, [1.0] * 20])

@@ -1,10 +1,12 @@
 """Pools of configurations: validating them and leaving out what was asked.
 
-:func:`encode_candidates` turns a user's pool (a list of configurations, or
+[`encode_candidates()`][treebo.loop.candidates.encode_candidates] turns a user's pool (a
+list of configurations, or
 their encoding) into canonical ``m x d`` encodings with a clear error for
-anything that is not a configuration of the space; :func:`fresh_candidates`
+anything that is not a configuration of the space;
+[`fresh_candidates()`][treebo.loop.candidates.fresh_candidates]
 keeps the rows that are neither evaluated nor pending. The loop
-(:meth:`~treebo.TreeOptimizer.ask`) then scores the fresh rows.
+([`ask()`][treebo.loop.optimizer.TreeOptimizer.ask]) then scores the fresh rows.
 
 Example:
     >>> from treebo.test_functions import Jenatton
@@ -45,7 +47,8 @@ def encode_candidates(
         ValueError: If the pool is empty or an encoded row is not a
             configuration of the space (wrong width, not finite, out of
             bounds, a value between a categorical's codes or an integer's
-            steps); :class:`~treebo.space.ConfigurationError` naming the
+            steps); [`ConfigurationError`][treebo.space.parameters.ConfigurationError]
+            naming the
             parameter for an invalid dict.
     """
     if isinstance(candidates, Tensor):

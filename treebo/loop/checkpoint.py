@@ -9,7 +9,7 @@ appended and flushed to disk as it happens:
 - ``{"strategy_state": {...}}``: the strategy's state after a proposal (e.g.
   the hyper-parameters its next fit starts from), written when it changed.
 
-Appending costs :math:`O(1)` per event, whatever the length of the history.
+Appending costs $O(1)$ per event, whatever the length of the history.
 Reading a journal keeps every complete line: a last line cut short by a kill
 is dropped with a warning. Opening a run compacts its journal (header, trials,
 last state) into a fresh file. Choice values are written as the index of
@@ -74,10 +74,12 @@ class Checkpoint:
     """What a checkpoint holds.
 
     Attributes:
-        identity: What makes two runs the same run (see :func:`run_identity`).
+        identity: What makes two runs the same run (see
+            [`run_identity()`][treebo.loop.checkpoint.run_identity]).
         history: Every trial.
         strategy_state: The strategy's
-            :meth:`~treebo.strategies.Strategy.state_dict` as the proposal of
+            [`state_dict()`][treebo.strategies.base.Strategy.state_dict] as the proposal
+            of
             the last told trial left it (a state written by a later proposal,
             never told, is dropped: the resumed run makes that proposal
             again).
@@ -143,7 +145,8 @@ def trial_record(space: TreeSpace, trial: Trial) -> dict[str, Any]:
 
 
 def trial_from_record(space: TreeSpace, record: dict[str, Any]) -> Trial:
-    """The :class:`Trial` of a :func:`trial_record`."""
+    """The [`Trial`][treebo.loop.history.Trial] of a
+    [`trial_record()`][treebo.loop.checkpoint.trial_record]."""
     params = {
         name: _label_at(space.columns[name].param, value)
         for name, value in record["params"].items()
@@ -170,7 +173,7 @@ class Journal:
 
     Args:
         path: The file.
-        identity: The run's :func:`run_identity`.
+        identity: The run's [`run_identity()`][treebo.loop.checkpoint.run_identity].
     """
 
     def __init__(self, path: str | os.PathLike, identity: dict[str, Any]) -> None:
@@ -232,14 +235,16 @@ class Journal:
         self._fd = self._closer = None
 
     def release(self) -> None:
-        """Close the file and give up the run's lock (see :meth:`open`)."""
+        """Close the file and give up the run's lock (see
+        [`open()`][treebo.loop.checkpoint.Journal.open])."""
         self.close()
         if self._lock is not None:
             self._lock()
         self._lock = None
 
     def _acquire_lock(self) -> None:
-        """Hold an exclusive lock on ``<path>.lock`` until :meth:`release`
+        """Hold an exclusive lock on ``<path>.lock`` until
+        [`release()`][treebo.loop.checkpoint.Journal.release]
         (or until this process ends, also by a kill). A journal of this
         process on the same file is superseded (a re-run notebook cell, a
         resumed optimizer): it releases the lock and refuses to append. Where
@@ -399,7 +404,8 @@ def checkpoint_header(path: str | os.PathLike) -> dict[str, Any]:
 
 
 def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationResult:
-    """The trials of a checkpoint as an :class:`OptimizationResult`, read
+    """The trials of a checkpoint as an
+    [`OptimizationResult`][treebo.loop.history.OptimizationResult], read
     without opening the run (no lock, no compaction; any model settings).
 
     Raises:

@@ -1,11 +1,14 @@
-"""Evaluations in their own processes, with a time limit: :class:`ProcessExecutor`.
+"""Evaluations in their own processes, with a time limit:
+[`ProcessExecutor`][treebo.loop.executors.ProcessExecutor].
 
 Python cannot stop a function that hangs in a thread. An evaluation that may
 hang (a simulator that deadlocks, a training run that never converges) is
 run in a process of its own instead, which can be ended: each call submitted
-to a :class:`ProcessExecutor` starts a fresh process, and a call that runs
+to a [`ProcessExecutor`][treebo.loop.executors.ProcessExecutor] starts a fresh process,
+and a call that runs
 past ``timeout`` seconds has its process ended and its future raise
-:class:`EvaluationTimeout`. :func:`~treebo.minimize` records that as a failed
+[`EvaluationTimeout`][treebo.loop.executors.EvaluationTimeout].
+[`minimize()`][treebo.loop.run.minimize] records that as a failed
 trial and goes on.
 
 Example:
@@ -47,20 +50,21 @@ class EvaluationTimeout(TimeoutError):
 
 
 class ProcessExecutor(Executor):
-    """A :class:`concurrent.futures.Executor` that runs each call in a new process.
+    """A `concurrent.futures.Executor` that runs each call in a new process.
 
-    Unlike :class:`~concurrent.futures.ProcessPoolExecutor`, no worker is
+    Unlike `ProcessPoolExecutor`, no worker is
     reused, so a call that runs too long can be ended without touching the
     others, and a call that crashes its process (a segfault, ``os._exit``)
-    fails alone with a :class:`ChildProcessError`.
+    fails alone with a `ChildProcessError`.
 
     Args:
         max_workers: How many calls run at once; further calls wait.
         timeout: Seconds a call may run (``None``: no limit). A call past it
             has its process terminated (killed if it has not exited
-            :data:`TERMINATE_GRACE` seconds later) and its future raises
-            :class:`EvaluationTimeout`.
-        mp_context: The :mod:`multiprocessing` context that starts the
+            `TERMINATE_GRACE` seconds later)
+            and its future raises
+            [`EvaluationTimeout`][treebo.loop.executors.EvaluationTimeout].
+        mp_context: The `multiprocessing` context that starts the
             processes (default: the platform's default start method, as for
             ``ProcessPoolExecutor``). With ``"spawn"`` or ``"forkserver"``
             the function and its arguments must be picklable. Results and

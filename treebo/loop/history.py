@@ -1,5 +1,6 @@
-"""The loop's record of evaluations: :class:`Trial`, :class:`History` and
-:class:`OptimizationResult`."""
+"""The loop's record of evaluations: [`Trial`][treebo.loop.history.Trial],
+[`History`][treebo.loop.history.History] and
+[`OptimizationResult`][treebo.loop.history.OptimizationResult]."""
 
 from __future__ import annotations
 
@@ -49,13 +50,13 @@ class Trial:
 
 @dataclass
 class OptimizationResult:
-    """What :func:`~treebo.minimize` returns.
+    """What [`minimize()`][treebo.loop.run.minimize] returns.
 
     Attributes:
         best_params: The best configuration evaluated (``None`` if every
             evaluation failed).
         best_value: Its objective value.
-        history: Every :class:`Trial`, failures included.
+        history: Every [`Trial`][treebo.loop.history.Trial], failures included.
     """
 
     best_params: dict[str, Any] | None
@@ -82,9 +83,10 @@ class OptimizationResult:
 class History(Sequence[Trial]):
     r"""The trials of a run, with their tensor encoding kept alongside.
 
-    Each :meth:`append` encodes the new configuration once and writes it into
+    Each [`append()`][treebo.loop.history.History.append] encodes the new configuration
+    once and writes it into
     a buffer that doubles when full, so reading the ``n x d`` inputs costs no
-    re-encoding (amortized :math:`O(d)` per trial).
+    re-encoding (amortized $O(d)$ per trial).
 
     Args:
         space: The search space the configurations belong to.

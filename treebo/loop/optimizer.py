@@ -1,8 +1,11 @@
-r"""Ask/tell Bayesian optimization on a :class:`~treebo.space.TreeSpace`.
+r"""Ask/tell Bayesian optimization on a
+[`TreeSpace`][treebo.space.tree_space.TreeSpace].
 
-:class:`TreeOptimizer` is the loop's core: the history, the pending
+[`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer] is the loop's core: the history,
+the pending
 configurations, the initial design, failed evaluations and checkpoints. What
-to evaluate next is decided by a strategy (:mod:`treebo.strategies`), picked
+to evaluate next is decided by a strategy ([`treebo.strategies`][treebo.strategies]),
+picked
 by name with ``model=``.
 
 Example:
@@ -66,11 +69,11 @@ class TreeOptimizer:
     Args:
         space: The search space.
         model: The strategy: a registered name (``"add_tree"``, the default:
-            LogEI on an :class:`~treebo.add_tree.AddTreeGP`;
+            LogEI on an [`AddTreeGP`][treebo.add_tree.model.AddTreeGP];
             ``"add_tree_ucb"``: Add-Tree-GP-UCB; ``"tree_additive"``;
             ``"treed"``), a strategy's options object, which names it (e.g.
             ``AddTreeOptions(noise_floor=1e-4)``), or a
-            :class:`~treebo.strategies.Strategy` (which also sets the device
+            [`Strategy`][treebo.strategies.base.Strategy] (which also sets the device
             and dtype of the models: ``AddTreeStrategy(device="cuda")``).
         maximize: Maximize instead of minimize the objective.
         n_initial: Size of the initial design (default: number of paths + 1,
@@ -79,9 +82,11 @@ class TreeOptimizer:
         checkpoint: A journal file (JSON lines) that every evaluation is
             appended to as soon as it is told; if it exists, the run resumes
             from it (it must have the same settings). One process at a time
-            holds it (a lock beside it, released by :meth:`close` or when the
+            holds it (a lock beside it, released by
+            [`close()`][treebo.loop.optimizer.TreeOptimizer.close] or when the
             process ends); another is refused with
-            :class:`~treebo.loop.CheckpointInUseError`. A newer optimizer of
+            [`CheckpointInUseError`][treebo.loop.checkpoint.CheckpointInUseError]. A
+            newer optimizer of
             this process on the same file takes it over, and the older one
             raises that error if told again.
 
@@ -238,7 +243,8 @@ class TreeOptimizer:
         """Record the outcome of evaluating ``params``.
 
         Args:
-            params: A configuration (normally one returned by :meth:`ask`; one
+            params: A configuration (normally one returned by
+                [`ask()`][treebo.loop.optimizer.TreeOptimizer.ask]; one
                 that differs from it by float round-off counts as it).
             value: The objective value, a real number. Anything else (``None``,
                 NaN, an infinity, a string, a bool, an exception) records a
@@ -276,7 +282,8 @@ class TreeOptimizer:
         return trial
 
     def _log(self, trial: Trial) -> None:
-        """One INFO line for a finished trial (see :mod:`treebo.loop.log`)."""
+        """One INFO line for a finished trial (see
+        [`treebo.loop.log`][treebo.loop.log])."""
         if not _LOG.isEnabledFor(logging.INFO):
             return
         if trial.value is None:
@@ -320,7 +327,8 @@ class TreeOptimizer:
 
     def _match_pending(self, x: Tensor) -> dict[str, Any] | None:
         """The pending entry nearest to the encoding ``x``, if it is within
-        :data:`PENDING_MATCH_TOL` of each range (round-off)."""
+        [`PENDING_MATCH_TOL`][treebo.loop.optimizer.PENDING_MATCH_TOL] of each range
+        (round-off)."""
         if not self._pending:
             return None
         width = (self.space.bounds[1] - self.space.bounds[0]).clamp_min(1e-300)
@@ -403,7 +411,8 @@ class TreeOptimizer:
         Scores are ``value`` when maximizing and ``-value`` when minimizing,
         with far-out bad scores raised to the bulk's lower fence and then
         standardized over the successful trials (zero mean, unit variance; see
-        :func:`~treebo.loop.outcomes.standardize_scores`), so that ``c * f + b``
+        [`standardize_scores()`][treebo.loop.outcomes.standardize_scores]), so that
+        ``c * f + b``
         gives the same proposals as ``f`` for any ``c > 0``; failed trials
         get the worst score.
         """
@@ -437,7 +446,8 @@ class TreeOptimizer:
     def last_model(self) -> Any:
         """The strategy's last global model (``None`` before the first fit).
 
-        It models the standardized scores of :meth:`training_data`, not the
+        It models the standardized scores of
+        [`training_data()`][treebo.loop.optimizer.TreeOptimizer.training_data], not the
         raw values.
         """
         return getattr(self.strategy, "last_model", None)

@@ -1,4 +1,5 @@
-"""One-call optimization: :func:`minimize`, sequential or with parallel workers."""
+"""One-call optimization: [`minimize()`][treebo.loop.run.minimize], sequential or with
+parallel workers."""
 
 from __future__ import annotations
 
@@ -75,7 +76,8 @@ def minimize(
 
     With ``n_workers > 1`` up to that many evaluations run at once: whenever one
     finishes, its result is told and a new configuration is asked for, with the
-    ones still running treated as pending (see :meth:`TreeOptimizer.ask`). The
+    ones still running treated as pending (see
+    [`TreeOptimizer.ask()`][treebo.loop.optimizer.TreeOptimizer.ask]). The
     run then depends on the order in which evaluations finish, so a seed no
     longer fixes it.
 
@@ -88,36 +90,39 @@ def minimize(
         seed: Seed for reproducibility.
         model: The strategy: a name (``"add_tree"``, ``"add_tree_ucb"``,
             ``"tree_additive"``, ``"treed"``), a strategy's options object
-            (e.g. :class:`~treebo.add_tree.AddTreeOptions`), or a
-            :class:`~treebo.strategies.Strategy` (see :class:`TreeOptimizer`).
+            (e.g. [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]), or a
+            [`Strategy`][treebo.strategies.base.Strategy] (see
+            [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]).
         maximize: Maximize instead.
-        n_initial: Size of the initial design (see :class:`TreeOptimizer`).
+        n_initial: Size of the initial design (see
+            [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]).
         checkpoint: Journal file (JSON lines) each evaluation is appended to
             as soon as it returns; resumed from if it exists (with the same
             settings). Evaluations still running when a run is killed are not
             in it (a resumed run proposes again).
         n_workers: How many evaluations may run at once.
-        executor: A :class:`concurrent.futures.Executor` to run the evaluations
+        executor: A `concurrent.futures.Executor` to run the evaluations
             in; it is not shut down here. A
-            :class:`~treebo.loop.ProcessExecutor` runs each evaluation in a
+            [`ProcessExecutor`][treebo.loop.executors.ProcessExecutor] runs each
+            evaluation in a
             process of its own and ends the ones that run past its
             ``timeout`` (recorded as failed trials); a ``ProcessPoolExecutor``
             needs a picklable ``objective``. Default: the calling thread when
             ``n_workers == 1``, else a ``ThreadPoolExecutor`` with
             ``n_workers`` threads (suits objectives that wait on a subprocess,
             a GPU or a remote job).
-        callback: Called with each new :class:`Trial`.
+        callback: Called with each new [`Trial`][treebo.loop.history.Trial].
         progress: Show a progress bar (tqdm) with the best value so far on
             stderr; default: where stderr is a terminal. Each finished trial
-            is also logged at INFO (:func:`~treebo.loop.log.set_verbosity`).
+            is also logged at INFO ([`set_verbosity()`][treebo.loop.log.set_verbosity]).
         candidates: Evaluate only configurations of this pool (a tabular
             benchmark, a pre-computed design, the settings a lab can run),
             each at most once: a list of configurations or their ``m x d``
             encoding (``space.to_tensor(configs)``); see
-            :meth:`TreeOptimizer.ask`.
+            [`TreeOptimizer.ask()`][treebo.loop.optimizer.TreeOptimizer.ask].
 
     Returns:
-        An :class:`OptimizationResult`.
+        An [`OptimizationResult`][treebo.loop.history.OptimizationResult].
 
     Example:
         >>> from treebo.test_functions import Jenatton
@@ -197,8 +202,10 @@ def _run(
     executor: Executor | None,
     record: Callable[[dict[str, Any], Any, float], None],
 ) -> OptimizationResult:
-    """The evaluations of :func:`minimize` up to ``budget``, in the calling
-    thread or on ``executor`` (arguments as :func:`minimize`'s)."""
+    """The evaluations of [`minimize()`][treebo.loop.run.minimize] up to ``budget``, in
+    the calling
+    thread or on ``executor`` (arguments as
+    [`minimize()`][treebo.loop.run.minimize]'s)."""
 
     if executor is None and n_workers == 1:
         while len(opt.history) < budget:

@@ -1,8 +1,9 @@
 """Optimizers for acquisition functions on tree-structured spaces.
 
 The generic optimizers live here; the model families' own optimizers
-(:func:`~treebo.add_tree.optimize_add_tree_ucb`,
-:func:`~treebo.tree_additive.optimize_acqf_zooming`, ...) are re-exported at
+([`optimize_add_tree_ucb()`][treebo.add_tree.optimize.optimize_add_tree_ucb],
+[`optimize_acqf_zooming()`][treebo.tree_additive.zooming.optimize_acqf_zooming], ...)
+are re-exported at
 this path and load on first use.
 """
 

@@ -1,7 +1,8 @@
 r"""Acquisition optimization over choices, categoricals, integers and reals
 together, at a cost that does not grow with the number of paths.
 
-:func:`optimize_acqf_mixed_tree` alternates, for many starts at once,
+[`optimize_acqf_mixed_tree()`][treebo.optim.mixed.optimize_acqf_mixed_tree] alternates,
+for many starts at once,
 
 1. a batched L-BFGS-B run over each start's active real and integer columns
    (integers relaxed), after which integers are rounded (from the second
@@ -55,10 +56,11 @@ def _scored_neighbours(
 
 
 def lists_paths(space: TreeSpace) -> bool:
-    """Whether ``space`` is optimized path by path (:func:`optimize_acqf_tree`):
-    at most :data:`~treebo.space.configurations.MAX_LISTED_PATHS` paths and no
+    """Whether ``space`` is optimized path by path (`optimize_acqf_tree()`):
+    at most `MAX_LISTED_PATHS` paths and
+    no
     integer or categorical parameters; else by
-    :func:`optimize_acqf_mixed_tree`."""
+    [`optimize_acqf_mixed_tree()`][treebo.optim.mixed.optimize_acqf_mixed_tree]."""
     return (
         space.num_paths <= MAX_LISTED_PATHS
         and not space.integer_columns
@@ -67,7 +69,8 @@ def lists_paths(space: TreeSpace) -> bool:
 
 
 class NeighbourTable:
-    """The discrete moves of a space, as tensors (:meth:`of` builds them once
+    """The discrete moves of a space, as tensors
+    ([`of()`][treebo.optim.mixed.NeighbourTable.of] builds them once
     per space).
 
     Attributes:
@@ -178,7 +181,8 @@ def optimize_acqf_mixed_tree(
         max_rounds: Most continuous + discrete rounds.
 
     Returns:
-        A :class:`~treebo.optim.TreeCandidate` whose ``path`` is ``None`` and
+        A [`TreeCandidate`][treebo.optim.tree_optimize.TreeCandidate] whose ``path`` is
+        ``None`` and
         whose ``path_candidates`` are the starts' final points and their
         neighbours (valid, distinct rows, best first), with their values in
         ``path_values``.

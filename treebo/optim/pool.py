@@ -4,13 +4,14 @@ Some problems come with the only configurations that can be evaluated: a
 tabular benchmark, a pre-computed design, the settings a lab can run. The
 next point is then the pool row of highest acquisition value,
 
-.. math::
-
-    x^\star = \operatorname*{arg\,max}_{x \in P} \alpha(x),
+$$
+x^\star = \operatorname*{arg\,max}_{x \in P} \alpha(x),
+$$
 
 scored in chunks of ``chunk_size`` rows so that memory stays bounded whatever
-the pool's size (the cost is :math:`O(|P|)` acquisition evaluations, one batch
-per chunk). :func:`rows_matching` finds the pool rows that repeat evaluated
+the pool's size (the cost is $O(|P|)$ acquisition evaluations, one batch
+per chunk). [`rows_matching()`][treebo.optim.pool.rows_matching] finds the pool rows
+that repeat evaluated
 configurations, so that they can be left out.
 
 Example:

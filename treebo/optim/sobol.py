@@ -3,7 +3,8 @@ r"""Acquisition maximization on a dense Sobol set, then gradient polishing.
 Paper 003 maximizes EI over a 20,000-point Sobol grid (as Spearmint does): a
 treed model's acquisition is discontinuous at leaf boundaries and often has
 many narrow peaks, which a dense space-filling set finds more reliably than a
-few gradient starts. :func:`optimize_acqf_sobol` scores such a set in
+few gradient starts. [`optimize_acqf_sobol()`][treebo.optim.sobol.optimize_acqf_sobol]
+scores such a set in
 batches (no gradients), then polishes the best ``num_polish`` points at once
 with BoTorch's batched L-BFGS-B (``gen_candidates_scipy``) inside the bounds,
 and returns the best point seen by either stage.

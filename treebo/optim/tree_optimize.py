@@ -1,6 +1,8 @@
-r"""Any acquisition function over all paths of a :class:`~treebo.space.TreeSpace`.
+r"""Any acquisition function over all paths of a
+[`TreeSpace`][treebo.space.tree_space.TreeSpace].
 
-:func:`optimize_acqf_tree` maximizes any BoTorch acquisition function (e.g.
+[`optimize_acqf_tree()`][treebo.optim.tree_optimize.optimize_acqf_tree] maximizes any
+BoTorch acquisition function (e.g.
 ``LogExpectedImprovement``) over all paths at once: the restarts of every path
 are stacked in one batch in which each row frees only its path's active
 continuous columns. The helpers here (starts perturbed around the best
@@ -33,9 +35,9 @@ class TreeCandidate:
             (or per start, for optimizers that do not list paths).
         path_candidates: ``P x d``: each path's (or start's) point (row ``p``
             scores ``path_values[p]``), canonicalized; for
-            :func:`optimize_add_tree_ucb`, ``vertex_point`` with that path's
+            `optimize_add_tree_ucb()`, ``vertex_point`` with that path's
             choices.
-        vertex_point: For :func:`optimize_add_tree_ucb`, the ``1 x d`` point that
+        vertex_point: For `optimize_add_tree_ucb()`, the ``1 x d`` point that
             holds every vertex's own optimum (each path's point is this one with
             that path's choices); ``None`` otherwise.
     """
@@ -150,7 +152,7 @@ def optimize_acqf_tree(
             are added as starts (each on its own path).
 
     Returns:
-        A :class:`TreeCandidate`.
+        A [`TreeCandidate`][treebo.optim.tree_optimize.TreeCandidate].
     """
     check_optimizer_inputs(space, num_restarts, raw_samples)
     ref = reference_tensor(acq_function)

@@ -1,7 +1,8 @@
 """Tree-structured search spaces: parameters, vertices, and their tensor layout.
 
 The bottom layer of treebo: every model family, optimizer and the loop read a
-:class:`TreeSpace` and its :class:`TreeStructure` (the index tensors of the
+[`TreeSpace`][treebo.space.tree_space.TreeSpace] and its
+[`TreeStructure`][treebo.space.structure.TreeStructure] (the index tensors of the
 tree over the columns of ``X``).
 """
 

@@ -1,23 +1,29 @@
 r"""The configurations ("paths") of a tree over columns: counted, enumerated.
 
-A *configuration* of a :class:`~treebo.space.structure.TreeStructure` is the set of
+A *configuration* of a [`TreeStructure`][treebo.space.structure.TreeStructure] is the
+set of
 vertices that one full assignment of its choice columns activates. For a tree in
 which every vertex holds at most one choice column these are the root-to-leaf
 paths; several choices on one vertex multiply them. Their number grows
 exponentially with the number of choices (twelve binary flags give 4096), so:
 
-- :func:`count_configurations` and :func:`max_active_vertices` work by dynamic
+- [`count_configurations()`][treebo.space.configurations.count_configurations] and
+[`max_active_vertices()`][treebo.space.configurations.max_active_vertices] work by
+dynamic
   programming over the vertices (linear in the size of the tree), never by
   listing configurations;
-- :class:`PathTable` lists them, as tensors, only for trees with at most
-  :data:`MAX_ENUMERATED_PATHS` configurations.
+- [`PathTable`][treebo.space.configurations.PathTable] lists them, as tensors, only for
+trees with at most
+  `MAX_ENUMERATED_PATHS`
+  configurations.
 
-For a vertex :math:`v` with choice columns :math:`c` and, for each value
-:math:`a` of :math:`c`, the children :math:`u` it activates,
+For a vertex $v$ with choice columns $c$ and, for each value
+$a$ of $c$, the children $u$ it activates,
 
-.. math::
+$$
+N(v) = \prod_{c} \sum_{a} \prod_{u \in \mathrm{ch}(v, c, a)} N(u).
+$$
 
-    N(v) = \prod_{c} \sum_{a} \prod_{u \in \mathrm{ch}(v, c, a)} N(u).
 """
 
 from __future__ import annotations
@@ -102,7 +108,9 @@ class PathTable:
     r"""Every configuration of a small tree, as tensors.
 
     Args:
-        tree: A tree with at most :data:`MAX_ENUMERATED_PATHS` configurations.
+        tree: A tree with at most
+            `MAX_ENUMERATED_PATHS`
+            configurations.
 
     Attributes:
         vertex_mask: ``P x V`` boolean: the vertices of each configuration.
@@ -172,11 +180,11 @@ class ConfigurationSearch:
     r"""The configuration that maximizes a sum of per-vertex scores, by dynamic
     programming over the tree (max-sum), without listing configurations.
 
-    For scores :math:`s_v`, the best total below vertex :math:`v` is
+    For scores $s_v$, the best total below vertex $v$ is
 
-    .. math::
-
-        B(v) = s_v + \sum_{c} \max_{a} \sum_{u \in \mathrm{ch}(v, c, a)} B(u),
+    $$
+    B(v) = s_v + \sum_{c} \max_{a} \sum_{u \in \mathrm{ch}(v, c, a)} B(u),
+    $$
 
     computed level by level from the deepest vertices up, all vertices of a
     level at once (gathers and scatters over index tensors built once). The
@@ -225,7 +233,7 @@ class ConfigurationSearch:
         """The best configuration for ``V`` vertex ``scores``.
 
         Returns:
-            A :class:`ConfigurationScores`.
+            A [`ConfigurationScores`][treebo.space.configurations.ConfigurationScores].
         """
         device, dtype = scores.device, scores.dtype
         V, C = self.tree.num_vertices, self.columns.numel()
@@ -265,7 +273,8 @@ class ConfigurationSearch:
 
 
 class ConfigurationScores(NamedTuple):
-    """The result of a :class:`ConfigurationSearch`.
+    """The result of a
+    [`ConfigurationSearch`][treebo.space.configurations.ConfigurationSearch].
 
     Attributes:
         value: The best total score.

@@ -2,9 +2,11 @@
 
 BoTorch describes a conditional space by the columns of its input tensor:
 ``{parent_col: {value: [child_cols]}}`` (see
-:class:`botorch.models.hierarchical.HierarchicalConditionalKernelGP`). treebo
+`botorch.models.hierarchical.HierarchicalConditionalKernelGP`). treebo
 reads that format and keeps its layout, so models of both packages consume the
-same tensors; :meth:`~treebo.TreeSpace.to_hierarchical_dependencies` writes it.
+same tensors;
+[`to_hierarchical_dependencies()`][treebo.space.tree_space.TreeSpace.to_hierarchical_dependencies]
+writes it.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def read_hierarchical_dependencies(
         log_scale: Columns to model on a log scale (bounds then in raw units).
 
     Returns:
-        The root :class:`~treebo.space.Vertex` and the layout that keeps column
+        The root [`Vertex`][treebo.space.parameters.Vertex] and the layout that keeps
+        column
         ``i`` at ``i`` and each choice's values as its codes.
 
     Example:

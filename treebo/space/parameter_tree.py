@@ -1,4 +1,4 @@
-"""Walking a tree of :class:`~treebo.space.parameters.Vertex` objects: its parameters
+"""Walking a tree of [`Vertex`][treebo.space.parameters.Vertex] objects: its parameters
 in breadth-first order, the condition that activates each, and how each is
 modelled (its *role*)."""
 
@@ -30,7 +30,8 @@ class Column:
         name: The parameter's name.
         column: Its index in the layout.
         param: The parameter.
-        role: How it is modelled and optimized, one of :data:`ROLES`.
+        role: How it is modelled and optimized, one of
+            `ROLES`.
         parent: ``(choice name, labels)`` of the options that activate it,
             or ``None`` on the root vertex.
     """
@@ -118,10 +119,12 @@ def build_root(
     roots: Iterable[Hashable],
     make: Callable[[Hashable, Callable[[Iterable[Hashable]], Vertex]], Any],
 ) -> Vertex:
-    """The root :class:`Vertex` of a tree described key by key (by column,
+    """The root [`Vertex`][treebo.space.parameters.Vertex] of a tree described key by
+    key (by column,
     by name), as the importers of foreign spaces read it.
 
-    ``make(key, vertex)`` returns the parameter (or :class:`Choice`) of
+    ``make(key, vertex)`` returns the parameter (or
+    [`Choice`][treebo.space.parameters.Choice]) of
     ``key``; a choice builds its options with ``vertex(child_keys)``. Each
     key's parameter is made once, so a key listed under several options is
     one parameter shared by them.

@@ -1,6 +1,10 @@
-"""The parameters of a tree-structured space and the :class:`Vertex` that owns
-them: :class:`Real`, :class:`Integer` and :class:`Categorical` parameters are
-modelled inside their vertex; a :class:`Choice` selects the vertices below."""
+"""The parameters of a tree-structured space and the
+[`Vertex`][treebo.space.parameters.Vertex] that owns
+them: [`Real`][treebo.space.parameters.Real],
+[`Integer`][treebo.space.parameters.Integer] and
+[`Categorical`][treebo.space.parameters.Categorical] parameters are
+modelled inside their vertex; a [`Choice`][treebo.space.parameters.Choice] selects the
+vertices below."""
 
 from __future__ import annotations
 
@@ -182,7 +186,8 @@ class Categorical:
 
     Args:
         name: Unique name.
-        values: The labels, as for a :class:`Choice`'s list of labels.
+        values: The labels, as for a [`Choice`][treebo.space.parameters.Choice]'s list
+            of labels.
         ordered: The values' order is meaningful (e.g. ``["low", "mid",
             "high"]``).
 
@@ -216,7 +221,8 @@ class Categorical:
         return list(self.values)
 
     def match(self, value: Any) -> Hashable:
-        """The label equal to ``value`` (see :meth:`Choice.match`).
+        """The label equal to ``value`` (see
+        [`Choice.match()`][treebo.space.parameters.Choice.match]).
 
         Raises:
             ConfigurationError: If no label equals ``value``.
@@ -274,7 +280,7 @@ class Choice:
     @property
     def selects_subtree(self) -> bool:
         """Whether some option owns a parameter (else the choice is modelled
-        as a plain :class:`Categorical`)."""
+        as a plain [`Categorical`][treebo.space.parameters.Categorical])."""
         return any(child.params or child.choices for child in self.options.values())
 
     def match(self, value: Any) -> Hashable:
@@ -292,10 +298,13 @@ class Vertex:
     """A vertex of the tree: parameters and choices leading below.
 
     Args:
-        params: :class:`Real`, :class:`Integer` and :class:`Categorical`
+        params: [`Real`][treebo.space.parameters.Real],
+            [`Integer`][treebo.space.parameters.Integer] and
+            [`Categorical`][treebo.space.parameters.Categorical]
             parameters owned by this vertex (shared by every leaf below it).
             The same parameter object listed in several options of one
-            :class:`Choice` is one parameter, active under each of them
+            [`Choice`][treebo.space.parameters.Choice] is one parameter, active under
+            each of them
             (ConfigSpace's ``InCondition``).
         choices: Choices made at this vertex.
 
@@ -336,7 +345,8 @@ class Vertex:
                 )
 
 
-#: The kinds of parameter a vertex owns (a :class:`Choice` is listed apart).
+#: The kinds of parameter a vertex owns (a
+#: [`Choice`][treebo.space.parameters.Choice] is listed apart).
 PARAMETER_TYPES = (Real, Integer, Categorical)
 
 Parameter = Real | Integer | Categorical

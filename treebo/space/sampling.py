@@ -1,4 +1,5 @@
-"""Random and quasi-random configurations of a :class:`~treebo.TreeSpace`."""
+"""Random and quasi-random configurations of a
+[`TreeSpace`][treebo.space.tree_space.TreeSpace]."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def sample_space(
         by: ``"choice"``: every choice and categorical uniform over its
             labels (a path's probability is the product along it);
             ``"path"``: every path equally likely (spaces with at most
-            :data:`~treebo.space.configurations.MAX_ENUMERATED_PATHS` paths).
+            `MAX_ENUMERATED_PATHS`
+            paths).
             Real and integer values are uniform in the tensor
             representation (log-uniform for ``log_scale``).
         generator: Optional ``torch.Generator``.

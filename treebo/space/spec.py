@@ -99,7 +99,8 @@ def _vertex(spec: Any, where: str) -> Vertex:
 
 
 def space_from_dict(spec: Mapping[str, Any]) -> TreeSpace:
-    """The :class:`TreeSpace` whose root vertex ``spec`` describes (module
+    """The [`TreeSpace`][treebo.space.tree_space.TreeSpace] whose root vertex ``spec``
+    describes (module
     docstring).
 
     Raises:
@@ -110,7 +111,8 @@ def space_from_dict(spec: Mapping[str, Any]) -> TreeSpace:
 
 def load_space(source: str) -> TreeSpace:
     """A space from a ``.json``/``.yaml``/``.yml`` file or a ``module:attribute``
-    path (a :class:`TreeSpace`, an object with a ``space``, or a function
+    path (a [`TreeSpace`][treebo.space.tree_space.TreeSpace], an object with a
+    ``space``, or a function
     returning either).
 
     Raises:

@@ -17,7 +17,8 @@ column* (a categorical that selects branches); all other columns are parameter
 columns, modelled inside their vertex. A vertex is active at a point ``x`` iff
 every condition ``x[parent_col] in values`` on its path from the root holds.
 
-:class:`TreeStructure` turns that description into padded index tensors so that
+[`TreeStructure`][treebo.space.structure.TreeStructure] turns that description into
+padded index tensors so that
 kernels, models and optimizers can evaluate all vertices at once:
 
 - ``vertex_columns`` (``V x D_max``) and ``vertex_column_mask``: the parameter
@@ -29,7 +30,7 @@ kernels, models and optimizers can evaluate all vertices at once:
 - ``num_paths``: the number of configurations ("paths"), counted by dynamic
   programming; ``path_vertex_mask`` (``P x V``) and the other path tables are
   built on first use and only for trees with few paths
-  (:mod:`treebo.space.configurations`).
+  ([`treebo.space.configurations`][treebo.space.configurations]).
 """
 
 from __future__ import annotations
@@ -169,7 +170,8 @@ class TreeStructure:
         hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``.
 
     Attributes:
-        vertices: The :class:`VertexInfo` of every vertex, in BFS order.
+        vertices: The [`VertexInfo`][treebo.space.structure.VertexInfo] of every vertex,
+            in BFS order.
         children: ``{(vertex, choice_col): [child vertices]}``.
         choice_values: ``{choice_col: [values]}`` (floats, in the dictionary's
             order).
@@ -423,7 +425,9 @@ class TreeStructure:
             active: A ``batch_shape x n x V`` boolean activity tensor.
             vertex_filter: Optional ``V`` boolean tensor; vertices outside it are
                 treated as inactive.
-            weights: Optional precomputed :meth:`slot_weights` (on the device).
+            weights: Optional precomputed
+                [`slot_weights()`][treebo.space.structure.TreeStructure.slot_weights]
+                (on the device).
 
         Returns:
             A ``batch_shape x n x S`` long tensor of vertex indices in ``[0, V]``.
@@ -452,7 +456,8 @@ class TreeStructure:
 def as_tree_structure(
     dim: int, hierarchical_dependencies: HierarchicalDependencies | TreeStructure
 ) -> TreeStructure:
-    """``hierarchical_dependencies`` as a :class:`TreeStructure` of ``dim`` columns.
+    """``hierarchical_dependencies`` as a
+    [`TreeStructure`][treebo.space.structure.TreeStructure] of ``dim`` columns.
 
     A structure is returned as it is (after checking its ``dim``), so that the
     space, the model, its kernel and the optimizers share one; a dictionary

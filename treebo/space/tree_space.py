@@ -1,7 +1,10 @@
 r"""Tree-structured (conditional) search spaces.
 
-A space is a tree of :class:`Vertex` objects. Each vertex owns parameters
-(:class:`Real`, :class:`Integer`, :class:`Categorical`) and :class:`Choice`
+A space is a tree of [`Vertex`][treebo.space.parameters.Vertex] objects. Each vertex
+owns parameters
+(`Real`, [`Integer`][treebo.space.parameters.Integer],
+[`Categorical`][treebo.space.parameters.Categorical]) and
+[`Choice`][treebo.space.parameters.Choice]
 parameters whose options lead to child vertices; a parameter on an inner vertex
 is shared by every leaf below it, and a parameter listed in several options of
 one choice is active under each of them. Example (Jenatton et al., 2017)::
@@ -19,9 +22,11 @@ Ma & Blaschko (2020, appendix A): vertices in BFS order, each contributing its
 parameters then its choices. A choice or categorical column holds its label's
 code (the rank of the label, the paper's tag); an integer column holds the
 integer; a log-scale parameter holds ``log10`` of its value. Inactive columns
-hold a canonical value (the lower bound; code 0). A :class:`Choice` whose
+hold a canonical value (the lower bound; code 0). A
+[`Choice`][treebo.space.parameters.Choice] whose
 options own nothing selects no branch and is modelled as a categorical.
-:meth:`TreeSpace.to_hierarchical_dependencies` describes the branching in
+[`TreeSpace.to_hierarchical_dependencies()`][treebo.space.tree_space.TreeSpace.to_hierarchical_dependencies]
+describes the branching in
 BoTorch's ``{parent_col: {value: [child_cols]}}`` format (a shared parameter's
 column is listed under each value that activates it), so BoTorch's models and
 treebo's consume the same tensors.
@@ -55,19 +60,22 @@ class TreeSpace:
     """A tree-structured search space and its tensor encoding.
 
     Args:
-        root: The root :class:`Vertex`.
+        root: The root [`Vertex`][treebo.space.parameters.Vertex].
 
     Attributes:
         dim: Number of columns ``d``.
         bounds: ``2 x d`` float64 tensor of bounds in the tensor representation.
-        tree: The :class:`~treebo.space.structure.TreeStructure` of the columns.
-        vertices: The :class:`Vertex` objects, in breadth-first order.
+        tree: The [`TreeStructure`][treebo.space.structure.TreeStructure] of the
+            columns.
+        vertices: The [`Vertex`][treebo.space.parameters.Vertex] objects, in
+            breadth-first order.
         columns: ``{name: Column}``: each parameter's column, role and parent
-            (:class:`~treebo.space.parameter_tree.Column`).
+            ([`Column`][treebo.space.parameter_tree.Column]).
         choice_codes: ``{name: {label: code}}`` of choices and categoricals.
         label_column_index: Columns that hold label codes (long tensor).
         label_code_table: Their codes, one row each, ``inf``-padded.
-        integer_column_index: Columns of :class:`Integer` parameters.
+        integer_column_index: Columns of [`Integer`][treebo.space.parameters.Integer]
+            parameters.
         integer_log_scale: Which of those are on a log scale.
 
     Example:
@@ -221,12 +229,13 @@ class TreeSpace:
 
     @property
     def real_columns(self) -> list[int]:
-        """Columns of :class:`Real` parameters."""
+        """Columns of `Real` parameters."""
         return self._columns_of("real")
 
     @property
     def integer_columns(self) -> list[int]:
-        """Integer columns (:class:`Integer` and ordered :class:`Categorical`)."""
+        """Integer columns ([`Integer`][treebo.space.parameters.Integer] and ordered
+        [`Categorical`][treebo.space.parameters.Categorical])."""
         return self._columns_of("integer")
 
     @property
@@ -445,12 +454,14 @@ class TreeSpace:
         canonical: bool = True,
     ) -> Tensor:
         """Sample ``n`` valid encoded configurations (``n x d``); see
-        :func:`treebo.space.sampling.sample_space` for the arguments."""
+        [`treebo.space.sampling.sample_space()`][treebo.space.sampling.sample_space] for
+        the arguments."""
         return sample_space(self, n, seed, by, generator, canonical)
 
     def from_unit_cube(self, U: Tensor, canonical: bool = True) -> Tensor:
         """Map points of ``[0, 1]^d`` (e.g. Sobol points) to valid encodings;
-        see :func:`treebo.space.sampling.from_unit_cube`."""
+        see
+        [`treebo.space.sampling.from_unit_cube()`][treebo.space.sampling.from_unit_cube]."""
         return from_unit_cube(self, U, canonical)
 
     def set_paths(self, X: Tensor, path_index: Tensor) -> Tensor:

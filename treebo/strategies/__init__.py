@@ -1,7 +1,8 @@
 """Strategies: what a model family does to turn the history into a proposal.
 
-See :class:`~treebo.strategies.base.Strategy` for the interface and
-:func:`~treebo.strategies.base.register_strategy` to add one. The built-in
+See [`Strategy`][treebo.strategies.base.Strategy] for the interface and
+[`register_strategy()`][treebo.strategies.base.register_strategy] to add one. The
+built-in
 strategies live in their families' folders (``treebo.add_tree``,
 ``treebo.tree_additive``, ``treebo.treed``) and are re-exported here, loaded
 on first use.

@@ -1,12 +1,18 @@
-r"""The interface between the loop and a model family: :class:`Strategy`.
+r"""The interface between the loop and a model family:
+[`Strategy`][treebo.strategies.base.Strategy].
 
-:class:`~treebo.TreeOptimizer` keeps the history, the pending evaluations, the
+[`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer] keeps the history, the pending
+evaluations, the
 initial design, failures and checkpoints. Everything model-specific happens in
-a *strategy*: given the :class:`Observations` so far it returns a
-:class:`Proposal` (fit a model, build an acquisition, optimize it). A strategy
+a *strategy*: given the [`Observations`][treebo.strategies.base.Observations] so far it
+returns a
+[`Proposal`][treebo.strategies.base.Proposal] (fit a model, build an acquisition,
+optimize it). A strategy
 has a typed, frozen options object, and may keep state between proposals
 (e.g. the last hyper-parameters, to warm-start the next fit) that it writes
-into checkpoints through :meth:`Strategy.state_dict`, so that a resumed run
+into checkpoints through
+[`Strategy.state_dict()`][treebo.strategies.base.Strategy.state_dict], so that a resumed
+run
 proposes exactly what the uninterrupted run would have.
 
 New model families register a strategy under a name, which
@@ -104,12 +110,13 @@ class Proposal:
 class Strategy(ABC):
     """Turns the observations of a run into the next configuration to evaluate.
 
-    Subclasses set :attr:`name` (the name ``TreeOptimizer(model=...)`` takes)
-    and :attr:`options_type` (a frozen dataclass; its defaults are the
-    strategy's defaults), and implement :meth:`propose`.
+    Subclasses set `name` (the name ``TreeOptimizer(model=...)`` takes)
+    and `options_type` (a frozen dataclass; its defaults are the
+    strategy's defaults), and implement
+    [`propose()`][treebo.strategies.base.Strategy.propose].
 
     Args:
-        options: An instance of :attr:`options_type` (default: its defaults).
+        options: An instance of `options_type` (default: its defaults).
         device: Device of the models (default CPU).
         dtype: Floating point type of the models (default float64).
     """
@@ -151,13 +158,14 @@ class Strategy(ABC):
     def propose(self, observations: Observations) -> Proposal:
         """The next configuration, from at least one successful observation.
 
-        Raise :class:`botorch.exceptions.ModelFittingError` when no model can
+        Raise `botorch.exceptions.ModelFittingError` when no model can
         be fitted; the loop then proposes a random configuration.
         """
 
     def acquisition(self, observations: Observations) -> AcquisitionFunction:
         """The acquisition function, on a model fitted to ``observations``
-        (pending configurations included), that :meth:`propose_from` scores
+        (pending configurations included), that
+        [`propose_from()`][treebo.strategies.base.Strategy.propose_from] scores
         a pool with.
 
         Raises:
@@ -170,11 +178,12 @@ class Strategy(ABC):
 
     def propose_from(self, observations: Observations, candidates: Tensor) -> Proposal:
         """The next configuration among ``candidates``: the row of highest
-        :meth:`acquisition` value (scored in chunks:
-        :func:`~treebo.optim.pool.optimize_acqf_pool`).
+        [`acquisition()`][treebo.strategies.base.Strategy.acquisition] value (scored in
+        chunks:
+        [`optimize_acqf_pool()`][treebo.optim.pool.optimize_acqf_pool]).
 
         Args:
-            observations: As for :meth:`propose`.
+            observations: As for [`propose()`][treebo.strategies.base.Strategy.propose].
             candidates: ``m x d`` valid encodings, none evaluated or pending,
                 on the observations' device and dtype.
         """
@@ -190,12 +199,14 @@ class Strategy(ABC):
         return {}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore what :meth:`state_dict` returned."""
+        """Restore what [`state_dict()`][treebo.strategies.base.Strategy.state_dict]
+        returned."""
         del state  # stateless by default
 
 
 def require_real_parameters(space: TreeSpace, model: str) -> None:
-    """Refuse a space with any parameter that is not a :class:`~treebo.Real`.
+    """Refuse a space with any parameter that is not a
+    [`Real`][treebo.space.parameters.Real].
 
     Raises:
         ConfigurationError: Naming the first such parameter and ``model``.
@@ -228,7 +239,8 @@ def make_strategy(model: str | Any) -> Strategy:
     """The strategy that ``model`` stands for.
 
     Args:
-        model: A :class:`Strategy` (returned as it is); a registered name
+        model: A [`Strategy`][treebo.strategies.base.Strategy] (returned as it is); a
+            registered name
             (``"add_tree"``, ...: that strategy with its default options); or
             a strategy's options object (e.g. ``AddTreeOptions(...)``: the
             first registered strategy whose ``options_type`` it is).

@@ -24,13 +24,15 @@ class WarmStartFit:
     hyper-parameters) is retried from the
     model's defaults with the noise floor raised 100-fold, then 10,000-fold.
     The raw hyper-parameters of the last fit are kept and are what
-    :meth:`state_dict` returns, so a resumed run starts its next fit where the
+    [`state_dict()`][treebo.strategies.fitting.WarmStartFit.state_dict] returns, so a
+    resumed run starts its next fit where the
     uninterrupted run would have.
 
     Args:
         warm_start: Start each fit from the previous hyper-parameters.
-        criterion: ``"mll"`` or ``"loo"`` (see :func:`~treebo.models.fit_model`).
-        **fit_kwargs: Passed to :func:`~treebo.models.fit_model` (e.g.
+        criterion: ``"mll"`` or ``"loo"`` (see
+            [`fit_model()`][treebo.gp.fit.fit_model]).
+        **fit_kwargs: Passed to [`fit_model()`][treebo.gp.fit.fit_model] (e.g.
             ``optimizer_kwargs={"options": {"maxiter": 50}}``).
 
     Example:
@@ -100,7 +102,8 @@ class WarmStartFit:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`'s output (exactly: floats round-trip)."""
+        """Restore [`state_dict()`][treebo.strategies.fitting.WarmStartFit.state_dict]'s
+        output (exactly: floats round-trip)."""
         self.state = {
             name: torch.tensor(entry["values"], dtype=torch.float64).reshape(
                 entry["shape"]

@@ -4,24 +4,24 @@ r"""Tree-structured test problems (all minimized).
 ``[x1, r8, x2, r9, x3, x4, x5, x6, x7]``: ``x1`` picks ``(r8, x2)`` or
 ``(r9, x3)``; ``x2`` picks ``x4`` or ``x5``, ``x3`` picks ``x6`` or ``x7``:
 
-.. math::
+$$
+f = \begin{cases}
+    x_4^2 + 0.1 + r_8 & x_1 = 0, x_2 = 0\\
+    x_5^2 + 0.2 + r_8 & x_1 = 0, x_2 = 1\\
+    x_6^2 + 0.3 + r_9 & x_1 = 1, x_3 = 0\\
+    x_7^2 + 0.4 + r_9 & x_1 = 1, x_3 = 1
+\end{cases}
+$$
 
-    f = \begin{cases}
-        x_4^2 + 0.1 + r_8 & x_1 = 0, x_2 = 0\\
-        x_5^2 + 0.2 + r_8 & x_1 = 0, x_2 = 1\\
-        x_6^2 + 0.3 + r_9 & x_1 = 1, x_3 = 0\\
-        x_7^2 + 0.4 + r_9 & x_1 = 1, x_3 = 1
-    \end{cases}
-
-with :math:`r_8, r_9 \in [0, 1]` and :math:`x_4..x_7 \in [-1, 1]` (variant
-``"paper"``, optimum inside the box) or :math:`[0, 1]` (variant ``"ax"``,
-optimum at a corner). :math:`f^* = 0.1`.
+with $r_8, r_9 \in [0, 1]$ and $x_4..x_7 \in [-1, 1]$ (variant
+``"paper"``, optimum inside the box) or $[0, 1]$ (variant ``"ax"``,
+optimum at a corner). $f^* = 0.1$.
 
 **Generalized Jenatton trees, P2.** A binary tree; each internal node ``n``
-owns a shared :math:`r_n \in [0, 1]` and a binary choice, each leaf ``l`` a
-private :math:`x_l \in [-1, 1]` and the constant :math:`c_l = 0.1\,\mathrm{rank}(l)`
-(leaves ranked in BFS order from 1): :math:`f = x_l^2 + c_l + \sum_{n} r_n` over
-the internal nodes on the path. :math:`f^* = 0.1`.
+owns a shared $r_n \in [0, 1]$ and a binary choice, each leaf ``l`` a
+private $x_l \in [-1, 1]$ and the constant $c_l = 0.1\,\mathrm{rank}(l)$
+(leaves ranked in BFS order from 1): $f = x_l^2 + c_l + \sum_{n} r_n$ over
+the internal nodes on the path. $f^* = 0.1$.
 """
 
 from __future__ import annotations
@@ -70,10 +70,12 @@ def jenatton_space(variant: str = "paper") -> TreeSpace:
 
 
 class _TreeTestFunction(SyntheticTestFunction):
-    """A ``SyntheticTestFunction`` on a :class:`TreeSpace` encoding.
+    """A ``SyntheticTestFunction`` on a [`TreeSpace`][treebo.space.tree_space.TreeSpace]
+    encoding.
 
     Attributes:
-        space: The :class:`TreeSpace` whose tensor layout ``evaluate_true`` reads.
+        space: The [`TreeSpace`][treebo.space.tree_space.TreeSpace] whose tensor layout
+            ``evaluate_true`` reads.
     """
 
     space: TreeSpace
@@ -89,11 +91,11 @@ class _TreeTestFunction(SyntheticTestFunction):
 
 
 class Jenatton(_TreeTestFunction):
-    r"""The 9-D Jenatton et al. (2017) function (minimize, :math:`f^* = 0.1`).
+    r"""The 9-D Jenatton et al. (2017) function (minimize, $f^* = 0.1$).
 
     Args:
-        variant: ``"paper"`` (:math:`x_4..x_7 \in [-1, 1]`) or ``"ax"``
-            (:math:`[0, 1]`).
+        variant: ``"paper"`` ($x_4..x_7 \in [-1, 1]$) or ``"ax"``
+            ($[0, 1]$).
         noise_std: Observation noise standard deviation.
         negate: Negate the function.
     """
@@ -125,7 +127,8 @@ class Jenatton(_TreeTestFunction):
 
 
 def generalized_jenatton_space(depth: int = 4, balanced: bool = True) -> TreeSpace:
-    """Space of the generalized Jenatton tree (see :class:`GeneralizedJenatton`)."""
+    """Space of the generalized Jenatton tree (see
+    [`GeneralizedJenatton`][treebo.test_functions.jenatton.GeneralizedJenatton])."""
     if depth < 2:
         raise ValueError(f"depth must be >= 2, got {depth}.")
     counter = {"internal": 0, "leaf": 0}
@@ -147,7 +150,7 @@ def generalized_jenatton_space(depth: int = 4, balanced: bool = True) -> TreeSpa
 
 
 class GeneralizedJenatton(_TreeTestFunction):
-    r"""Generalized Jenatton tree (P2): :math:`x_l^2 + c_l + \sum r_n` (minimize).
+    r"""Generalized Jenatton tree (P2): $x_l^2 + c_l + \sum r_n$ (minimize).
 
     Args:
         depth: Number of levels including the leaves. Balanced: ``2^(depth-1)``

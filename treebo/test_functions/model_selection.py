@@ -1,6 +1,7 @@
 r"""A real conditional task: choose and tune a classifier by cross-validation.
 
-:class:`ModelSelection` (P9 in the benchmark reference) scores a configuration
+[`ModelSelection`][treebo.test_functions.model_selection.ModelSelection] (P9 in the
+benchmark reference) scores a configuration
 by the cross-validated error of a scikit-learn pipeline on a dataset bundled
 with scikit-learn (no download): a preprocessing step chosen at the root and
 shared by every model, then one of six model families with their own integer,
@@ -116,12 +117,14 @@ class ModelSelection:
     """Cross-validated error of a chosen and tuned classifier (minimized).
 
     Args:
-        dataset: One of :data:`DATASETS` (bundled with scikit-learn).
+        dataset: One of `DATASETS`
+            (bundled with scikit-learn).
         seed: Seed of the folds and of every model's ``random_state``.
         folds: Number of stratified cross-validation folds.
 
     Attributes:
-        space: :func:`model_selection_space`.
+        space:
+            [`model_selection_space()`][treebo.test_functions.model_selection.model_selection_space].
         optimal_value: ``None`` (unknown; compare best errors).
     """
 

@@ -1,19 +1,19 @@
 r"""Non-stationary test functions (paper 003's synthetic problems).
 
-**RKHS** (P6; Assael et al., after Wang et al. 2014): on :math:`[0, 1]`,
+**RKHS** (P6; Assael et al., after Wang et al. 2014): on $[0, 1]$,
 
-.. math::
-
-    f(x) = \sum_{i} a_i e^{-(x - s_i)^2 / (2 \cdot 0.1^2)}
-        + \sum_{j} b_j e^{-(x - t_j)^2 / (2 \cdot 0.01^2)},
+$$
+f(x) = \sum_{i} a_i e^{-(x - s_i)^2 / (2 \cdot 0.1^2)}
+    + \sum_{j} b_j e^{-(x - t_j)^2 / (2 \cdot 0.01^2)},
+$$
 
 smooth on the left (five wide bumps), jagged on the right (fourteen narrow
-ones). Paper 003 maximizes it; here it is minimized as :math:`-f`, with
-minimum :math:`-5.73839` at :math:`x \approx 0.89235`.
+ones). Paper 003 maximizes it; here it is minimized as $-f$, with
+minimum $-5.73839$ at $x \approx 0.89235$.
 
-**2-D Exp** (P7; Gramacy, 2005): :math:`f(x) = x_1 e^{-x_1^2 - x_2^2}` on
-:math:`[-2, 6]^2`, flat over most of the box with one small dip of depth
-:math:`-e^{-1/2}/\sqrt 2 \approx -0.428882` at :math:`(-1/\sqrt 2, 0)`.
+**2-D Exp** (P7; Gramacy, 2005): $f(x) = x_1 e^{-x_1^2 - x_2^2}$ on
+$[-2, 6]^2$, flat over most of the box with one small dip of depth
+$-e^{-1/2}/\sqrt 2 \approx -0.428882$ at $(-1/\sqrt 2, 0)$.
 
 Example:
     >>> import torch

@@ -5,10 +5,13 @@ forest (an acyclic graph). Its kernel, its structure learning and the
 message-passing optimizer of its acquisition all need the same few facts about
 such a graph, computed here once per structure:
 
-- :func:`check_forest` validates an ``E x 2`` edge tensor and returns it in
+- [`check_forest()`][treebo.tree_additive.forest.check_forest] validates an ``E x 2``
+edge tensor and returns it in
   canonical form (``u < v`` in each row).
-- :func:`component_labels` labels the connected components.
-- :class:`ForestSchedule` roots every tree of the forest and groups its
+- [`component_labels()`][treebo.tree_additive.forest.component_labels] labels the
+connected components.
+- [`ForestSchedule`][treebo.tree_additive.forest.ForestSchedule] roots every tree of the
+forest and groups its
   vertices by depth, so that max-sum messages can be passed for all edges of
   one level at once.
 
@@ -111,7 +114,9 @@ class ForestLevel:
 class ForestSchedule:
     r"""A forest rooted at the smallest variable of every tree, split by depth.
 
-    Built once per structure by :meth:`from_edges`; message passing then runs
+    Built once per structure by
+    [`from_edges()`][treebo.tree_additive.forest.ForestSchedule.from_edges]; message
+    passing then runs
     one tensor step per depth level (all edges of a level at once) instead of
     one step per vertex.
 
@@ -119,7 +124,8 @@ class ForestSchedule:
         num_vars: ``d``.
         num_edges: ``E``.
         roots: ``T`` the root of every tree (isolated variables included).
-        levels: :class:`ForestLevel` for depths ``1, 2, ...``.
+        levels: [`ForestLevel`][treebo.tree_additive.forest.ForestLevel] for depths
+            ``1, 2, ...``.
 
     Example:
         >>> schedule = ForestSchedule.from_edges(torch.tensor([[0, 1], [1, 2]]), 4)
@@ -134,7 +140,9 @@ class ForestSchedule:
 
     @classmethod
     def from_edges(cls, edges: Tensor | None, num_vars: int) -> ForestSchedule:
-        """Validate ``edges`` (:func:`check_forest`) and root every tree."""
+        """Validate ``edges``
+        ([`check_forest()`][treebo.tree_additive.forest.check_forest]) and root every
+        tree."""
         edges = check_forest(edges, num_vars)
         _, labels = _components(edges, num_vars)
         labels_t = torch.from_numpy(labels).long()

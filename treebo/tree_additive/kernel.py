@@ -1,23 +1,26 @@
 r"""The tree-structured additive kernel of Han, Arora & Scarlett (2021).
 
-For ``d`` variables and a forest with edges :math:`\mathcal{E}`, the
-components :math:`G` are the edges (two variables) and the isolated variables
+For ``d`` variables and a forest with edges $\mathcal{E}$, the
+components $G$ are the edges (two variables) and the isolated variables
 (one variable each), and
 
-.. math::
+$$
+k(x, x') = \sum_{G} \sigma^G \exp\Big(-\frac12 \sum_{i \in G}
+    \frac{(x_i - x'_i)^2}{\ell_i^2}\Big), \qquad
+\sigma^G = \sqrt{\textstyle\sum_{i \in G} \sigma_i^2}
+$$
 
-    k(x, x') = \sum_{G} \sigma^G \exp\Big(-\frac12 \sum_{i \in G}
-        \frac{(x_i - x'_i)^2}{\ell_i^2}\Big), \qquad
-    \sigma^G = \sqrt{\textstyle\sum_{i \in G} \sigma_i^2}
-
-(paper 002, eq. 7). Lengthscales :math:`\ell_i` and scales :math:`\sigma_i`
+(paper 002, eq. 7). Lengthscales $\ell_i$ and scales $\sigma_i$
 belong to the variables, not to the components, so they survive a change of
-structure: :meth:`TreeAdditiveKernel.set_edges` swaps the forest in place.
+structure:
+[`TreeAdditiveKernel.set_edges()`][treebo.tree_additive.kernel.TreeAdditiveKernel.set_edges]
+swaps the forest in place.
 
 The Gram matrix is a sum over ``C`` components of ``n x m`` matrices. It is
-computed by :class:`_ComponentGram`, an autograd function that walks the
+computed by [`_ComponentGram`][treebo.tree_additive.kernel._ComponentGram], an autograd
+function that walks the
 components in chunks and recomputes them in the backward pass, so memory stays
-:math:`O(nm)` instead of :math:`O(nmC)` while time is :math:`O(nmC)`.
+$O(nm)$ instead of $O(nmC)$ while time is $O(nmC)$.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ _SAVED_ELEMENTS = 1 << 25
 
 
 def _component_exponent(A: Tensor, B: Tensor, first: Tensor, second: Tensor) -> Tensor:
-    """``b x c x n x m`` exponents :math:`-\\frac12 \\sum_{i \\in G} (a_i - b_i)^2`.
+    """``b x c x n x m`` exponents $-\\frac12 \\sum_{i \\in G} (a_i - b_i)^2$.
 
     ``second`` (``p <= c``) holds the second variable of the first ``p``
     components (the edges); the others have one variable.
@@ -56,9 +59,9 @@ def _grad_inputs(
 ) -> None:
     r"""Add the gradients of ``sum Q * exp(...)`` through variables ``var``.
 
-    With :math:`Q_c = s_c\,G \odot E_c`, :math:`\partial/\partial a_{n}
-    = -\sum_m Q_{nm}(a_n - b_m)` and :math:`\partial/\partial b_{m} =
-    \sum_n Q_{nm}(a_n - b_m)`: row sums and matrix-vector products.
+    With $Q_c = s_c\,G \odot E_c$, $\partial/\partial a_{n}
+    = -\sum_m Q_{nm}(a_n - b_m)$ and $\partial/\partial b_{m} =
+    \sum_n Q_{nm}(a_n - b_m)$: row sums and matrix-vector products.
     """
     a, b = A[:, var], B[:, var]  # b x c x n, b x c x m
     if gA is not None:
@@ -76,7 +79,9 @@ class _ComponentGram(torch.autograd.Function):
     component scales ``s`` (``b x C``), each component's first variable
     (``C``), the second variable of the first ``P`` components (the edges,
     ``P``). Output ``b x n x m``. The exponentials are kept for the backward
-    pass when they fit in :data:`_SAVED_ELEMENTS`, and recomputed chunk by
+    pass when they fit in
+    [`_SAVED_ELEMENTS`][treebo.tree_additive.kernel._SAVED_ELEMENTS], and recomputed
+    chunk by
     chunk otherwise; the backward pass reduces them with the incoming gradient
     to ``b x d x n`` and ``b x d x m`` gradients by row sums and matrix-vector
     products.
@@ -137,13 +142,13 @@ class TreeAdditiveKernel(Kernel):
         dim: ``d``, the number of input variables.
         edges: ``E x 2`` long tensor, a forest over the variables (``None`` or
             empty: fully additive, one 1-D component per variable).
-        lengthscale_prior: Prior on each :math:`\ell_i`. Default: BoTorch's
+        lengthscale_prior: Prior on each $\ell_i$. Default: BoTorch's
             dimension-scaled log-normal prior for two-dimensional components,
-            :math:`\mathrm{LogNormal}(\sqrt2 + \tfrac12\log 2, \sqrt3)`.
+            $\mathrm{LogNormal}(\sqrt2 + \tfrac12\log 2, \sqrt3)$.
         lengthscale_constraint: Default: greater than 0.025, starting at the
             prior's mode (as BoTorch's ``SingleTaskGP``).
-        scale_prior: Prior on each :math:`\sigma_i`. Default
-            :math:`\mathrm{LogNormal}(-\log d, \sqrt3)`: a fully additive
+        scale_prior: Prior on each $\sigma_i$. Default
+            $\mathrm{LogNormal}(-\log d, \sqrt3)$: a fully additive
             model with equal scales then has prior variance one, as
             standardized outcomes do, and no scale collapses to zero on few
             data.
@@ -229,7 +234,7 @@ class TreeAdditiveKernel(Kernel):
 
     @property
     def scale(self) -> Tensor:
-        r"""``batch_shape x d`` per-variable scales :math:`\sigma_i`."""
+        r"""``batch_shape x d`` per-variable scales $\sigma_i$."""
         return self.raw_scale_constraint.transform(self.raw_scale)
 
     @scale.setter
@@ -274,7 +279,7 @@ class TreeAdditiveKernel(Kernel):
         return mask
 
     def component_scales(self) -> Tensor:
-        r"""``batch_shape x C``: :math:`\sigma^G`, each component's prior variance."""
+        r"""``batch_shape x C``: $\sigma^G$, each component's prior variance."""
         s2 = self.scale.square()
         return (s2[..., self.first] + self.paired.to(s2) * s2[..., self.second]).sqrt()
 
@@ -328,7 +333,7 @@ class TreeAdditiveKernel(Kernel):
 
         Returns:
             ``batch_shape x d x R x n``:
-            :math:`\exp(-\tfrac12 (g_{ir} - x_{ji})^2 / \ell_i^2)`. An edge
+            $\exp(-\tfrac12 (g_{ir} - x_{ji})^2 / \ell_i^2)$. An edge
             component's correlation is the product of its two variables' and a
             1-D component's is its variable's.
         """

@@ -1,18 +1,20 @@
 r"""Exact max-sum message passing on a forest over grid-valued variables.
 
-For variables :math:`x_1, \dots, x_d`, each taking one of ``R`` grid values,
-unary tables :math:`u_i` and pairwise tables :math:`p_e` on the edges
-:math:`e = (a_e, b_e)` of a forest, :func:`message_passing_discrete` returns
+For variables $x_1, \dots, x_d$, each taking one of ``R`` grid values,
+unary tables $u_i$ and pairwise tables $p_e$ on the edges
+$e = (a_e, b_e)$ of a forest,
+[`message_passing_discrete()`][treebo.tree_additive.message_passing.message_passing_discrete]
+returns
 
-.. math::
-
-    \arg\max_{x} \sum_i u_i(x_i) + \sum_e p_e(x_{a_e}, x_{b_e})
+$$
+\arg\max_{x} \sum_i u_i(x_i) + \sum_e p_e(x_{a_e}, x_{b_e})
+$$
 
 exactly (Alg. S1 of Han et al., 2021, for a tree-structured graph, where no
 triangulation is needed). Every tree is rooted at its smallest variable;
 messages travel from the deepest level to the roots, all edges of one level in
 one tensor step, then the maximizer is read back down the levels. The cost is
-:math:`O(E R^2)` time and :math:`O(d R)` memory per batch member.
+$O(E R^2)$ time and $O(d R)$ memory per batch member.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ def message_passing_discrete(
             value of edge ``e`` with its first variable at grid point ``i`` and
             its second at ``j`` (columns of ``edges``, as given).
         edges: ``E x 2`` forest (see
-            :func:`~treebo.tree_additive.forest.check_forest`), or a
-            :class:`~treebo.tree_additive.forest.ForestSchedule` built from it
+            [`check_forest()`][treebo.tree_additive.forest.check_forest]), or a
+            [`ForestSchedule`][treebo.tree_additive.forest.ForestSchedule] built from it
             once and reused across calls (then ``pairwise`` is read with the smaller
             variable of each edge first, as the schedule stores it).
 

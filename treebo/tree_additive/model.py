@@ -1,12 +1,17 @@
 r"""A ``SingleTaskGP`` with the tree-structured additive kernel (Han et al., 2021).
 
-:class:`TreeAdditiveGP` models :math:`f(x) = c + \sum_G f^G(x^G)`, one
+[`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP] models
+$f(x) = c + \sum_G f^G(x^G)$, one
 independent GP per component (edges of a forest and isolated variables, see
-:class:`~treebo.kernels.TreeAdditiveKernel`). Besides BoTorch's ``posterior``,
+[`TreeAdditiveKernel`][treebo.tree_additive.kernel.TreeAdditiveKernel]). Besides
+BoTorch's ``posterior``,
 it reports the posterior of every component separately
-(:meth:`TreeAdditiveGP.component_posterior`, paper 002 eq. 3), the quantity the
+([`TreeAdditiveGP.component_posterior()`][treebo.tree_additive.model.TreeAdditiveGP.component_posterior],
+paper 002 eq. 3), the quantity the
 additive UCB and its message-passing optimizer work with, and on a product grid
-of per-variable values (:meth:`TreeAdditiveGP.grid_posterior`) without forming
+of per-variable values
+([`TreeAdditiveGP.grid_posterior()`][treebo.tree_additive.model.TreeAdditiveGP.grid_posterior])
+without forming
 the grid's points.
 """
 
@@ -53,7 +58,8 @@ class GridPosterior(NamedTuple):
         edge_mean: ``batch_shape x E x R x R``: edge ``(u, v)`` at
             ``(g[..., u, a], g[..., v, b])``.
         edge_variance: ``batch_shape x E x R x R``.
-        offset: As in :class:`ComponentPosterior`.
+        offset: As in
+            [`ComponentPosterior`][treebo.tree_additive.model.ComponentPosterior].
     """
 
     variable_mean: Tensor
@@ -76,7 +82,9 @@ class TreeAdditiveGP(CachedSolveMixin, SingleTaskGP):
             additive). Change it later with ``model.covar_module.set_edges``.
         train_Yvar: Optional observed noise variances, ``n x 1``.
         likelihood: Optional likelihood (default as in ``SingleTaskGP``).
-        covar_module: Optional ready :class:`TreeAdditiveKernel` over ``d``
+        covar_module: Optional ready
+            [`TreeAdditiveKernel`][treebo.tree_additive.kernel.TreeAdditiveKernel] over
+            ``d``
             variables (e.g. with other priors); ``edges`` must then be ``None``.
         outcome_transform: Default ``Standardize``.
         input_transform: Default none.
@@ -151,7 +159,8 @@ class TreeAdditiveGP(CachedSolveMixin, SingleTaskGP):
             X: ``batch_shape x r x d`` query points.
 
         Returns:
-            A :class:`ComponentPosterior` with ``batch_shape x r x C`` means
+            A [`ComponentPosterior`][treebo.tree_additive.model.ComponentPosterior] with
+            ``batch_shape x r x C`` means
             and variances (components ordered as in the kernel: edges, then
             isolated variables).
         """
@@ -169,14 +178,14 @@ class TreeAdditiveGP(CachedSolveMixin, SingleTaskGP):
         Evaluates each 1-D component on its variable's ``R`` values and each
         edge on the ``R x R`` pairs of its two variables' values, from the
         ``d x R x n`` one-dimensional correlations (the grid's ``R^d`` points
-        are never formed). Cost :math:`O((d R + E R^2) n^2)`.
+        are never formed). Cost $O((d R + E R^2) n^2)$.
 
         Args:
             grid: ``batch_shape x d x R`` values of every variable, in the
                 model's raw input space.
 
         Returns:
-            A :class:`GridPosterior`.
+            A [`GridPosterior`][treebo.tree_additive.model.GridPosterior].
         """
         cache = self.solve_cache()
         kernel: TreeAdditiveKernel = self.covar_module

@@ -1,11 +1,14 @@
 r"""The tree-additive strategy: Tree-GP-UCB (Han, Arora & Scarlett, 2021, Alg. 1).
 
-Each proposal builds a :class:`~treebo.models.TreeAdditiveGP` on the
+Each proposal builds a [`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP] on
+the
 observations (inputs scaled to the unit cube) and maximizes the additive UCB
-with :math:`\beta_t = \tfrac12 \log(2t)` by zooming message passing
-(:func:`~treebo.optim.optimize_acqf_zooming`). Every ``learn_interval``
+with $\beta_t = \tfrac12 \log(2t)$ by zooming message passing
+([`optimize_acqf_zooming()`][treebo.tree_additive.zooming.optimize_acqf_zooming]). Every
+``learn_interval``
 proposals, counted from the first model-based one, the forest is re-learned
-(:func:`~treebo.models.learn_tree_structure`, started from the current one,
+([`learn_tree_structure()`][treebo.tree_additive.structure_learning.learn_tree_structure],
+started from the current one,
 with the hyper-parameters held fixed, then refitted); every
 ``refit_interval`` proposals the hyper-parameters are refitted, warm-started;
 in between, the model is conditioned on the new data with the last
@@ -50,7 +53,7 @@ from treebo.tree_additive.structure_learning import learn_tree_structure
 from treebo.tree_additive.ucb import TreeAdditiveUCB
 from treebo.tree_additive.zooming import optimize_acqf_zooming
 
-#: :math:`\beta_t = \text{BETA_SCALE} \cdot \log(2t)` (paper 002).
+#: $\beta_t = \text{BETA_SCALE} \cdot \log(2t)$ (paper 002).
 BETA_SCALE = 0.5
 #: L-BFGS-B iterations of each hyper-parameter fit.
 FIT_MAXITER = 100
@@ -65,7 +68,7 @@ class TreeAdditiveOptions:
             each with a (warm-started) hyper-parameter fit; in between, the
             model is conditioned on new data with the last hyper-parameters.
         structure_samples: Candidate structures scored per learning step.
-        edge_prior: :math:`\gamma`, prior probability of each edge.
+        edge_prior: $\gamma$, prior probability of each edge.
         edges: A fixed forest ``[[u, v], ...]`` over the parameters (in the
             order of ``space.parameter_names``): the structure is not
             learned. ``None`` (default): learned by Gibbs sampling.
@@ -114,7 +117,8 @@ class TreeAdditiveStrategy(Strategy):
     """Tree-GP-UCB on a space of real parameters.
 
     Args:
-        options: :class:`TreeAdditiveOptions`.
+        options:
+            [`TreeAdditiveOptions`][treebo.tree_additive.strategy.TreeAdditiveOptions].
         **kwargs: ``device`` and ``dtype`` of the models.
 
     Attributes:

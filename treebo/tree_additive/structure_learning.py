@@ -1,39 +1,40 @@
-r"""Learning the forest of a :class:`~treebo.models.TreeAdditiveGP` from data.
+r"""Learning the forest of a
+[`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP] from data.
 
-Paper 002 (Han et al., 2021, Alg. 3-5) samples structures :math:`Z` with the
-kernel hyper-parameters :math:`\theta` held fixed, scoring each by the log
+Paper 002 (Han et al., 2021, Alg. 3-5) samples structures $Z$ with the
+kernel hyper-parameters $\theta$ held fixed, scoring each by the log
 marginal likelihood
 
-.. math::
+$$
+\rho(Z) = -\tfrac12 y^\top (K_Z + \Sigma)^{-1} y
+    - \tfrac12 \log\lvert K_Z + \Sigma\rvert - \tfrac n2 \log 2\pi,
+$$
 
-    \rho(Z) = -\tfrac12 y^\top (K_Z + \Sigma)^{-1} y
-        - \tfrac12 \log\lvert K_Z + \Sigma\rvert - \tfrac n2 \log 2\pi,
-
-and a Bernoulli(:math:`\gamma`) prior on every edge:
+and a Bernoulli($\gamma$) prior on every edge:
 
 - **Gibbs moves** while the forest is not a spanning tree: a batch of random
   single-edge toggles is drawn (removing an edge, or adding one that joins
   two trees: an edge that would close a cycle is never proposed; connected
   components replace the paper's union-find), and the next structure is
   sampled from the posterior restricted to the current one and these
-  neighbours, :math:`P(Z) \propto \gamma^{|Z|}(1 - \gamma)^{\cdot} e^{\rho(Z)}`.
+  neighbours, $P(Z) \propto \gamma^{|Z|}(1 - \gamma)^{\cdot} e^{\rho(Z)}$.
   The paper toggles one pair at a time in a fixed order; sampling among a
   batch takes a strongly favoured edge over the first acceptable one.
 - **Mutations** once it is a spanning tree: a random edge is removed and the
   two trees are rejoined by one edge drawn from the posterior over a batch of
   crossing pairs (or left apart).
 
-Scales are equalized for scoring. Each variable's scale :math:`\sigma_i`
+Scales are equalized for scoring. Each variable's scale $\sigma_i$
 is fitted under the current forest, and the fit favours that forest: a
 variable on many edges (the centre of a star) gets a large scale, so every
 further edge it could join would get the component scale
-:math:`\sqrt{\sigma_u^2 + \sigma_v^2}` of a strong interaction and is
+$\sqrt{\sigma_u^2 + \sigma_v^2}$ of a strong interaction and is
 rejected, even where the data call for a weak one. By default candidates are
-therefore scored with every :math:`\sigma_i` set to their root mean square
+therefore scored with every $\sigma_i$ set to their root mean square
 (the same total prior variance), and the lengthscales as fitted.
 
-The result is the structure of highest posterior (:math:`\rho` plus the log
-prior; with :math:`\gamma = 1/2` the highest likelihood, as in the paper)
+The result is the structure of highest posterior ($\rho$ plus the log
+prior; with $\gamma = 1/2$ the highest likelihood, as in the paper)
 among all that were scored. Candidates are scored in batches: a candidate
 differs from the current structure in one edge, so its Gram matrix is the
 current one plus the change of at most three components, and the batch is
@@ -84,7 +85,7 @@ class _StructureScorer:
     def edge_deltas(self, pairs: Tensor, add: Tensor, degree: Tensor) -> Tensor:
         r"""``k x n x n`` Gram changes of adding or removing each edge.
 
-        Adding :math:`(u, v)` adds :math:`\sigma^{uv} k_u \odot k_v` and removes
+        Adding $(u, v)$ adds $\sigma^{uv} k_u \odot k_v$ and removes
         the 1-D component of an endpoint that had no edge; removing reverses
         this, restoring the 1-D component of an endpoint left without edges.
         """
@@ -177,7 +178,8 @@ def learn_tree_structure(
     changed; set the result with ``model.set_edges`` (and refit).
 
     Args:
-        model: A :class:`TreeAdditiveGP`; sampling starts from its forest.
+        model: A [`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP]; sampling
+            starts from its forest.
         num_samples: How many candidate structures to score in all.
         gamma: Prior probability of an edge, in ``(0, 1)``.
         batch_size: Candidates scored per batched Cholesky. The chain makes
@@ -229,7 +231,9 @@ def learn_tree_structure(
 
 
 class _Sampler:
-    """The chain of :func:`learn_tree_structure` and the best structure seen."""
+    """The chain of
+    [`learn_tree_structure()`][treebo.tree_additive.structure_learning.learn_tree_structure]
+    and the best structure seen."""
 
     def __init__(
         self,

@@ -1,16 +1,17 @@
 r"""The additive UCB of Tree-GP-UCB (Han, Arora & Scarlett, 2021, eq. 4).
 
-With the component posteriors :math:`(\mu_G, \sigma_G)` of a
-:class:`~treebo.models.TreeAdditiveGP`,
+With the component posteriors $(\mu_G, \sigma_G)$ of a
+[`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP],
 
-.. math::
+$$
+\phi(x) = c + \sum_G \big(\pm\mu_G(x^G) + \sqrt{\beta}\,\sigma_G(x^G)\big)
+$$
 
-    \phi(x) = c + \sum_G \big(\pm\mu_G(x^G) + \sqrt{\beta}\,\sigma_G(x^G)\big)
-
-(``+`` when maximizing, ``-`` when minimizing; :math:`c` is the signed mean
+(``+`` when maximizing, ``-`` when minimizing; $c$ is the signed mean
 constant). Summing per-component bounds is what makes the acquisition a sum of
 1-D and 2-D terms on the forest, so it can be maximized exactly on a grid by
-message passing (:func:`~treebo.optim.optimize_acqf_zooming`).
+message passing
+([`optimize_acqf_zooming()`][treebo.tree_additive.zooming.optimize_acqf_zooming]).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from treebo.tree_additive.model import TreeAdditiveGP
 
 
 def tree_additive_beta(t: int) -> float:
-    r"""Paper 002's schedule :math:`\beta_t = \tfrac12 \log(2t)`.
+    r"""Paper 002's schedule $\beta_t = \tfrac12 \log(2t)$.
 
     Args:
         t: Iteration (number of observations so far, at least 1).
@@ -37,15 +38,21 @@ def tree_additive_beta(t: int) -> float:
 
 
 class TreeAdditiveUCB(AcquisitionFunction):
-    r"""Sum of per-component upper confidence bounds of a :class:`TreeAdditiveGP`.
+    r"""Sum of per-component upper confidence bounds of a
+    [`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP].
 
     A standard BoTorch acquisition (``batch_shape x 1 x d -> batch_shape``);
-    :meth:`grid_values` gives the unary and pairwise tables of the same sum on
+    [`grid_values()`][treebo.tree_additive.ucb.TreeAdditiveUCB.grid_values] gives the
+    unary and pairwise tables of the same sum on
     a product grid, which is what message passing maximizes.
 
     Args:
-        model: A single-outcome :class:`TreeAdditiveGP` (in eval mode).
-        beta: Exploration weight; default :func:`tree_additive_beta` with ``t``
+        model: A single-outcome
+            [`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP] (in eval
+            mode).
+        beta: Exploration weight; default
+            [`tree_additive_beta()`][treebo.tree_additive.ucb.tree_additive_beta] with
+            ``t``
             the number of training points.
         maximize: If false, the objective is minimized (lower bound, negated).
 
@@ -83,7 +90,7 @@ class TreeAdditiveUCB(AcquisitionFunction):
         return sign * mean + root_beta * variance.clamp_min(1e-30).sqrt()
 
     def constant(self) -> Tensor:
-        """The signed mean constant :math:`c` shared by every point."""
+        """The signed mean constant $c$ shared by every point."""
         offset = self.model.constant_offset()
         return offset if self.maximize else -offset
 

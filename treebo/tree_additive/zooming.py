@@ -1,14 +1,17 @@
 r"""Zooming message passing for additive acquisitions (Alg. 2 of Han et al., 2021).
 
 An acquisition that is a sum of one-variable and two-variable terms on a forest
-(:class:`~treebo.acquisition.TreeAdditiveUCB`) is maximized exactly on any
-product grid by :func:`~treebo.optim.message_passing_discrete`. Zooming makes
+([`TreeAdditiveUCB`][treebo.tree_additive.ucb.TreeAdditiveUCB]) is maximized exactly on
+any
+product grid by
+[`message_passing_discrete()`][treebo.tree_additive.message_passing.message_passing_discrete].
+Zooming makes
 this continuous: at each of ``L`` levels, every variable's current interval is
 cut into ``R`` equal cells, one uniformly random representative is drawn in
 each cell, the grid of representatives is maximized exactly, and every
 variable's interval shrinks to the cell of its chosen representative. After
-``L`` levels the resolution is :math:`R^{-L}` of the box, at a cost of
-:math:`O(L (d R + E R^2))` acquisition terms instead of :math:`R^{dL}`.
+``L`` levels the resolution is $R^{-L}$ of the box, at a cost of
+$O(L (d R + E R^2))$ acquisition terms instead of $R^{dL}$.
 Restarts run as one batch: the first takes the cell midpoints as
 representatives (which zooms exactly onto the peak of a separable unimodal
 function), the others uniformly random points in each cell, the randomized
@@ -39,7 +42,7 @@ def optimize_acqf_zooming(
     Args:
         acq_function: An acquisition with ``grid_values(grid) -> (unary,
             pairwise)`` and ``constant()`` whose model has ``edges`` (e.g.
-            :class:`~treebo.acquisition.TreeAdditiveUCB`).
+            [`TreeAdditiveUCB`][treebo.tree_additive.ucb.TreeAdditiveUCB]).
         bounds: ``2 x d`` box.
         grid_size: ``R``, cells per variable and level.
         num_levels: ``L``, zoom levels.

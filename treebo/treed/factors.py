@@ -3,9 +3,11 @@ r"""The factors of the treed GP's weighted pseudo-likelihood, batched by size.
 Paper 003 fits the leaf GPs' hyper-parameters jointly: each node on a leaf's
 path contributes the Gaussian log-likelihood of the points that it holds and
 its child on the path does not, under that leaf's hyper-parameters, weighted
-:math:`2 / (1 + \text{level})`. The factors differ in size, so they are padded
-into a few batches of similar sizes (:func:`~treebo.treed.partition.group_by_size`
-with :data:`FACTOR_BATCH_COST`: few batches, little padding); each batch keeps
+$2 / (1 + \text{level})$. The factors differ in size, so they are padded
+into a few batches of similar sizes
+([`group_by_size()`][treebo.treed.partition.group_by_size]
+with `FACTOR_BATCH_COST`: few batches, little
+padding); each batch keeps
 its inputs, membership mask and right-hand sides, which every evaluation of the
 fit would otherwise gather again.
 """
@@ -31,7 +33,7 @@ class FactorGroup(NamedTuple):
     Attributes:
         index: ``B x m`` long: each row's training point (0 on padding).
         leaf: ``B`` long: the leaf whose hyper-parameters the factor uses.
-        weight: ``B``: the factor's weight :math:`2 / (1 + \text{level})`.
+        weight: ``B``: the factor's weight $2 / (1 + \text{level})$.
         inputs: ``B x m x d``: the rows' inputs (unit cube, unwarped).
         mask: ``B x m``: 1 on the factor's rows, 0 on the padding.
         rhs: ``B x m x 2``: the rows' outcomes and ones, zero on padding.
@@ -56,7 +58,8 @@ def build_factor_groups(
         y: ``n`` training outcomes.
 
     Returns:
-        One :class:`FactorGroup` per size class (one batched call each).
+        One [`FactorGroup`][treebo.treed.factors.FactorGroup] per size class (one
+        batched call each).
 
     Example:
         >>> from treebo.treed.partition import build_partition

@@ -1,37 +1,39 @@
-r"""Fitting a :class:`~treebo.models.TreedGP` with its mean and scales profiled out.
+r"""Fitting a [`TreedGP`][treebo.treed.model.TreedGP] with its mean and scales profiled
+out.
 
 The weighted pseudo-likelihood of a treed GP (paper 003, eq. 8-9) is a sum
-over pseudo-likelihood factors :math:`f` of Gaussian log densities of the
-residuals :math:`y_f - \mu_l` under :math:`\sigma_l^2 (R_l + \lambda_l I)`,
-where leaf :math:`l` owns the factor, :math:`R_l` is its Matern-5/2
-correlation (lengthscales :math:`\ell_l`, optional input warp),
-:math:`\sigma_l^2` its output scale and :math:`\lambda_l = s_l^2 /
-\sigma_l^2` its noise-to-signal ratio. For fixed :math:`(\ell_l, \lambda_l)`
+over pseudo-likelihood factors $f$ of Gaussian log densities of the
+residuals $y_f - \mu_l$ under $\sigma_l^2 (R_l + \lambda_l I)$,
+where leaf $l$ owns the factor, $R_l$ is its Matern-5/2
+correlation (lengthscales $\ell_l$, optional input warp),
+$\sigma_l^2$ its output scale and $\lambda_l = s_l^2 /
+\sigma_l^2$ its noise-to-signal ratio. For fixed $(\ell_l, \lambda_l)$
 the best constant mean is a generalized least-squares estimate and the best
-log output scale :math:`t_l = \log \sigma_l^2` solves a strictly concave 1-D
+log output scale $t_l = \log \sigma_l^2$ solves a strictly concave 1-D
 problem:
 
-.. math::
+$$
+\mu_l^* = \frac{\sum_f w_f\, 1^\top C_f^{-1} y_f}
+               {\sum_f w_f\, 1^\top C_f^{-1} 1},
+\qquad
+t_l^* = \arg\max_t\; -\tfrac12 Q_l e^{-t} - \tfrac12 N_l t
+    + \log p_\sigma(e^t) + \log p_s(\lambda_l e^t),
+$$
 
-    \mu_l^* = \frac{\sum_f w_f\, 1^\top C_f^{-1} y_f}
-                   {\sum_f w_f\, 1^\top C_f^{-1} 1},
-    \qquad
-    t_l^* = \arg\max_t\; -\tfrac12 Q_l e^{-t} - \tfrac12 N_l t
-        + \log p_\sigma(e^t) + \log p_s(\lambda_l e^t),
-
-with :math:`C_f = R_l + \lambda_l I` on the factor's points, :math:`Q_l =
-\sum_f w_f (y_f - \mu_l^*)^\top C_f^{-1} (y_f - \mu_l^*)`, :math:`N_l =
-\sum_f w_f n_f`, and :math:`p_\sigma`, :math:`p_s` the log-normal priors of
+with $C_f = R_l + \lambda_l I$ on the factor's points, $Q_l =
+\sum_f w_f (y_f - \mu_l^*)^\top C_f^{-1} (y_f - \mu_l^*)$, $N_l =
+\sum_f w_f n_f$, and $p_\sigma$, $p_s$ the log-normal priors of
 the output scale and the noise (Newton's method, a few steps). L-BFGS-B then
 searches only the lengthscales, the ratios and the warps. This is the same
 maximum a posteriori point as optimizing all hyper-parameters together
-(:class:`WeightedPseudoLikelihood`, the objective as a GPyTorch marginal
+([`WeightedPseudoLikelihood`][treebo.treed.fit.WeightedPseudoLikelihood], the objective
+as a GPyTorch marginal
 likelihood, which ``botorch.fit.fit_gpytorch_mll`` dispatches here), in
 fewer iterations: the mean and the output scale are the directions along
 which the full objective is flattest. Gradients need no differentiation through
-:math:`\mu^*` or :math:`t^*` (they are stationary points, so the envelope
-theorem applies), except where the noise floor binds and :math:`t^* = \log
-s_{\min}^2 - \log \lambda_l` is differentiated as written.
+$\mu^*$ or $t^*$ (they are stationary points, so the envelope
+theorem applies), except where the noise floor binds and $t^* = \log
+s_{\min}^2 - \log \lambda_l$ is differentiated as written.
 """
 
 from __future__ import annotations
@@ -59,7 +61,8 @@ if TYPE_CHECKING:
 #: model still bounds the noise itself).
 MIN_NOISE_RATIO = 1e-10
 #: Isotropic start lengthscales tried for each leaf (unit-cube inputs,
-#: raised to the lengthscales' lower bound; :func:`start_from_grid`).
+#: raised to the lengthscales' lower bound;
+#: [`start_from_grid()`][treebo.treed.fit.start_from_grid]).
 START_LENGTHSCALES = (0.025, 0.05, 0.1, 0.2, 0.4, 0.8)
 #: Start log noise-to-signal ratios tried for each leaf.
 START_LOG_RATIOS = (math.log(1e-6), math.log(1e-3), math.log(1e-1))
@@ -83,13 +86,13 @@ def profiled_pseudo_log_likelihood(
     r"""The weighted pseudo-likelihood with the means and output scales profiled.
 
     Args:
-        model: A :class:`~treebo.models.TreedGP` (its lengthscales and warps
+        model: A [`TreedGP`][treebo.treed.model.TreedGP] (its lengthscales and warps
             are used; its means, output scales and noises are not).
-        log_ratio: ``L``: each leaf's :math:`\log \lambda_l`.
+        log_ratio: ``L``: each leaf's $\log \lambda_l$.
 
     Returns:
         ``(value, mean, log_scale)``: the weighted pseudo-likelihood plus the
-        log priors of the output scales and noises at :math:`(\mu^*, t^*)`
+        log priors of the output scales and noises at $(\mu^*, t^*)$
         (0-dimensional, differentiable in the lengthscales, warps and
         ``log_ratio``), and the ``L`` profiled means and log output scales
         (detached).
@@ -110,16 +113,16 @@ def _factor_quadratics(
     r"""Every pseudo-likelihood factor's Gaussian quadratic forms.
 
     Args:
-        model: The :class:`~treebo.models.TreedGP` (its factors and warps).
+        model: The [`TreedGP`][treebo.treed.model.TreedGP] (its factors and warps).
         lengthscale: ``... x L x 1 x d``: each leaf's lengthscales.
-        log_ratio: ``... x L``: each leaf's :math:`\log \lambda_l`.
+        log_ratio: ``... x L``: each leaf's $\log \lambda_l$.
 
     Returns:
         ``(leaf, weight, gram, half_logdet, count)`` of the ``F`` factors:
         the owning leaf and the weight (``F`` each), the ``... x F x 2 x 2``
-        Gram matrices :math:`y^\top C^{-1} y`, :math:`y^\top C^{-1} 1`,
-        :math:`1^\top C^{-1} 1`, the ``... x F`` values :math:`\tfrac12
-        \log |C|`, and the weighted sizes (``F``).
+        Gram matrices $y^\top C^{-1} y$, $y^\top C^{-1} 1$,
+        $1^\top C^{-1} 1$, the ``... x F`` values $\tfrac12
+        \log |C|$, and the weighted sizes (``F``).
     """
     ratio = log_ratio.exp()
     parts = []  # per group: leaf, weight, gram, log|C| / 2, weighted count
@@ -146,7 +149,8 @@ def _factor_quadratics(
 def _profiled_priors(
     model: torch.nn.Module,
 ) -> tuple[tuple[float, float, float, float], float]:
-    """The log-normal priors named in :data:`PROFILED_PRIORS` as ``(loc,
+    """The log-normal priors named in
+    [`PROFILED_PRIORS`][treebo.treed.fit.PROFILED_PRIORS] as ``(loc,
     scale)`` pairs (output scale, then noise), and the noise floor."""
     scale_prior = model.covar_module.base_kernel.outputscale_prior
     noise_prior = model.likelihood.noise_covar.noise_prior
@@ -161,18 +165,21 @@ def start_from_grid(model: torch.nn.Module, log_ratio: Tensor) -> Tensor:
     The profiled objective is a sum of one term per leaf in that leaf's own
     lengthscales and ratio, so each leaf picks its own start: the best, by
     its term plus its lengthscales' log prior, of the current values and of
-    every pair of an isotropic lengthscale in :data:`START_LENGTHSCALES` and
-    a noise-to-signal ratio in :data:`START_LOG_RATIOS`. All ``G``
+    every pair of an isotropic lengthscale in
+    `START_LENGTHSCALES` and
+    a noise-to-signal ratio in `START_LOG_RATIOS`.
+    All ``G``
     candidates are scored without gradients in batched passes (``G x F``
-    factors each, at most :data:`START_BATCH_ENTRIES` matrix entries a
+    factors each, at most `START_BATCH_ENTRIES`
+    matrix entries a
     pass); the lengthscales are written into the model.
 
     Args:
-        model: The :class:`~treebo.models.TreedGP`.
-        log_ratio: ``L``: each leaf's current :math:`\log \lambda_l`.
+        model: The [`TreedGP`][treebo.treed.model.TreedGP].
+        log_ratio: ``L``: each leaf's current $\log \lambda_l$.
 
     Returns:
-        ``L``: each leaf's starting :math:`\log \lambda_l`.
+        ``L``: each leaf's starting $\log \lambda_l$.
 
     Example:
         >>> import torch
@@ -223,17 +230,18 @@ def fit_treed_gp(
     ftol: float = 1e-9,
     grid_start: bool = True,
 ) -> OptimizationResult:
-    r"""Fit a :class:`~treebo.models.TreedGP`'s hyper-parameters (MAP).
+    r"""Fit a [`TreedGP`][treebo.treed.model.TreedGP]'s hyper-parameters (MAP).
 
     Maximizes the weighted pseudo-likelihood plus the log priors (the
-    objective of :class:`WeightedPseudoLikelihood`)
+    objective of
+    [`WeightedPseudoLikelihood`][treebo.treed.fit.WeightedPseudoLikelihood])
     by L-BFGS-B over the lengthscales, the noise-to-signal ratios and the
     warps, with each leaf's mean and output scale profiled out (module
     docstring), then writes the means, output scales and noises into the
     model.
 
     Args:
-        model: The :class:`~treebo.models.TreedGP`; fitted in place from its
+        model: The [`TreedGP`][treebo.treed.model.TreedGP]; fitted in place from its
             current lengthscales, warps and noise-to-signal ratios, each
             leaf's moved first to the best point of a grid with
             ``grid_start``.
@@ -241,13 +249,14 @@ def fit_treed_gp(
         ftol: L-BFGS-B's relative tolerance on the objective.
         grid_start: Start each leaf from the best of its current values
             and a grid of lengthscales and noise ratios
-            (:func:`start_from_grid`). The objective has several local
+            ([`start_from_grid()`][treebo.treed.fit.start_from_grid]). The objective has
+            several local
             optima (smooth leaves with large noise, interpolating ones with
             tiny noise); the grid finds the better basin at the cost of a
             few evaluations without gradients.
 
     Returns:
-        SciPy's :class:`~botorch.optim.core.OptimizationResult` (``fval``:
+        SciPy's `OptimizationResult` (``fval``:
         the negated objective divided by the number of training points).
 
     Example:
@@ -306,15 +315,17 @@ def fit_treed_gp(
 
 
 class WeightedPseudoLikelihood(MarginalLogLikelihood):
-    r"""The objective that fits a :class:`~treebo.models.TreedGP`'s leaves: the weighted
+    r"""The objective that fits a [`TreedGP`][treebo.treed.model.TreedGP]'s leaves: the
+    weighted
     pseudo-likelihood plus the log priors, divided by the number of training
     points. ``botorch.fit.fit_gpytorch_mll`` maximizes it (through
-    :meth:`~treebo.models.TreedGP.custom_fit`: L-BFGS-B over the lengthscales, warps and
+    [`custom_fit()`][treebo.treed.model.TreedGP.custom_fit]: L-BFGS-B over the
+    lengthscales, warps and
     noise-to-signal ratios, with each leaf's mean and output scale profiled
-    out; :func:`fit_treed_gp`).
+    out; [`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp]).
 
     Args:
-        model: The :class:`~treebo.models.TreedGP`.
+        model: The [`TreedGP`][treebo.treed.model.TreedGP].
     """
 
     def __init__(self, model: TreedGP) -> None:

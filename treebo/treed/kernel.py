@@ -1,16 +1,16 @@
 r"""The treed-leaf covariance function (Assael et al., HTBO).
 
-For a partition of the input space into closed leaf cells :math:`C_1, \dots,
-C_L` (:class:`~treebo.treed.partition.TreePartition`) and one stationary
+For a partition of the input space into closed leaf cells $C_1, \dots,
+C_L$ ([`TreePartition`][treebo.treed.partition.TreePartition]) and one stationary
 kernel per leaf,
 
-.. math::
-
-    k(x, x') = \sum_{l=1}^{L} \mathbb{1}[x \in C_l]\, \mathbb{1}[x' \in C_l]\,
-        k_l(x, x').
+$$
+k(x, x') = \sum_{l=1}^{L} \mathbb{1}[x \in C_l]\, \mathbb{1}[x' \in C_l]\,
+    k_l(x, x').
+$$
 
 Each term is a product of a PSD kernel and the rank-one kernel
-:math:`\mathbb{1}[x \in C_l]\mathbb{1}[x' \in C_l]`, so the sum is PSD. Points
+$\mathbb{1}[x \in C_l]\mathbb{1}[x' \in C_l]$, so the sum is PSD. Points
 in different cells are independent; a point on a boundary lies in both cells
 beside it. The leaf kernels are one GPyTorch kernel with batch shape ``L``
 (per-leaf hyper-parameters as batched parameters), evaluated for every leaf at
@@ -40,7 +40,7 @@ def leaf_base_kernel(num_leaves: int, dim: int) -> ScaleKernel:
     Lengthscales are BoTorch's default for ``SingleTaskGP``
     (``get_covar_module_with_dim_scaled_prior``: the dimension-scaled
     log-normal prior of Hvarfner et al., 2024, and a lower bound of 0.025);
-    each leaf has its own output scale with a :math:`\mathrm{LogNormal}(0, 1)`
+    each leaf has its own output scale with a $\mathrm{LogNormal}(0, 1)$
     prior, kept above ``MIN_OUTPUTSCALE`` (a leaf of near-constant data
     would otherwise drive it to an underflowing zero).
 
@@ -67,11 +67,12 @@ class TreedLeafKernel(Kernel):
     r"""Sum over the leaves of a partition of cell-restricted leaf kernels.
 
     Args:
-        partition: The :class:`~treebo.treed.partition.TreePartition` with
+        partition: The [`TreePartition`][treebo.treed.partition.TreePartition] with
             ``L`` leaves.
         base_kernel: A kernel of batch shape ``L`` (default:
-            :func:`leaf_base_kernel`, Matern-5/2 ARD with an output scale).
-            Leaf :math:`l` uses batch entry :math:`l`.
+            [`leaf_base_kernel()`][treebo.treed.kernel.leaf_base_kernel], Matern-5/2 ARD
+            with an output scale).
+            Leaf $l$ uses batch entry $l$.
         dim: ``d``; needed only to build the default ``base_kernel``.
 
     Example:

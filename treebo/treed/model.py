@@ -1,24 +1,24 @@
 r"""Treed GPs for non-stationary objectives (HTBO, Assael et al.).
 
-:class:`TreedGP` partitions the inputs with a CART-style tree
-(:func:`~treebo.treed.partition.build_partition`: thresholds at observed
+[`TreedGP`][treebo.treed.model.TreedGP] partitions the inputs with a CART-style tree
+([`build_partition()`][treebo.treed.partition.build_partition]: thresholds at observed
 points that both children keep; pruned by leave-one-out validation,
-:func:`~treebo.treed.pruning.loo_prune`) and fits one
+[`loo_prune()`][treebo.treed.pruning.loo_prune]) and fits one
 Matern-5/2 ARD GP per leaf on the leaf's points. A query is answered by
 the GP of its leaf, so a smooth region and a rugged one get their own
 lengthscales, output scales and noise.
 
-Leaf hyper-parameters :math:`\theta_j` maximize the weighted marginal
-pseudo-likelihood of paper 003 (eq. 8-9): with :math:`\rho^j_0 = j,
-\rho^j_1, \dots` the nodes from leaf :math:`j` up to the root and
-:math:`D_{j,i}` the data of :math:`\rho^j_i` not in :math:`\rho^j_{i-1}`
-(:math:`D_{j,0}` the leaf's own data),
+Leaf hyper-parameters $\theta_j$ maximize the weighted marginal
+pseudo-likelihood of paper 003 (eq. 8-9): with $\rho^j_0 = j,
+\rho^j_1, \dots$ the nodes from leaf $j$ up to the root and
+$D_{j,i}$ the data of $\rho^j_i$ not in $\rho^j_{i-1}$
+($D_{j,0}$ the leaf's own data),
 
-.. math::
-
-    \mathcal{L}(\theta) = \sum_{j} \sum_{i=0}^{\delta^j} w_i\,
-        \log p(y_{D_{j,i}} \mid x_{D_{j,i}}, \theta_j),
-    \qquad w_i = \frac{2}{1 + i},
+$$
+\mathcal{L}(\theta) = \sum_{j} \sum_{i=0}^{\delta^j} w_i\,
+    \log p(y_{D_{j,i}} \mid x_{D_{j,i}}, \theta_j),
+\qquad w_i = \frac{2}{1 + i},
+$$
 
 so a leaf's own data count twice and each level above it less, and a leaf
 with few points borrows the lengthscales of its neighbourhood. The factors
@@ -26,7 +26,7 @@ of all leaves are grouped by size, and each group is one batch of padded
 Gaussian log-likelihoods (padded rows are independent unit variables with
 zero residual, which add nothing), so a few batched Choleskys evaluate the
 whole objective. With ``warp=True`` each leaf also learns a Kumaraswamy input warp
-(BoTorch's :class:`~botorch.models.transforms.input.Warp`, in place of the
+(BoTorch's `Warp`, in place of the
 paper's Beta CDF): HTBO-WARP.
 """
 
@@ -82,17 +82,17 @@ class TreedGP(Model, GP):
         outcome_transform: Applied to ``train_Y`` (default ``Standardize``;
             ``None`` for none).
         split_test: Accepts or rejects each split while the partition grows
-            (see :func:`~treebo.treed.partition.build_partition`; default:
+            (see [`build_partition()`][treebo.treed.partition.build_partition]; default:
             every split that reduces the squared error).
         prune: Prune the grown tree to the subtree whose leaf GPs predict
             the training points best in leave-one-out
-            (:func:`~treebo.treed.pruning.loo_prune`); ``False``
+            ([`loo_prune()`][treebo.treed.pruning.loo_prune]); ``False``
             keeps paper 003's tree.
 
     Attributes:
-        partition: The :class:`~treebo.treed.partition.TreePartition`, in
+        partition: The [`TreePartition`][treebo.treed.partition.TreePartition], in
             unit-cube coordinates.
-        covar_module: The :class:`~treebo.treed.kernel.TreedLeafKernel`
+        covar_module: The [`TreedLeafKernel`][treebo.treed.kernel.TreedLeafKernel]
             (leaf kernels with batch shape ``L``).
 
     Example:
@@ -183,7 +183,8 @@ class TreedGP(Model, GP):
     # ------------------------------------------------------------ structure
     def _set_factor_tables(self) -> None:
         """Keep the pseudo-likelihood factors
-        (:func:`~treebo.treed.factors.build_factor_groups`) and each leaf's rows as
+        ([`build_factor_groups()`][treebo.treed.factors.build_factor_groups]) and each
+        leaf's rows as
         buffers, so that they follow the model's device and dtype."""
         groups = build_factor_groups(
             self.partition, *self.train_inputs, self.train_targets
@@ -197,7 +198,8 @@ class TreedGP(Model, GP):
         self.register_buffer("leaf_data_rows", leaf_rows)
 
     def factor_groups(self) -> list[FactorGroup]:
-        """The :class:`FactorGroup` of each size class of factors."""
+        """The [`FactorGroup`][treebo.treed.factors.FactorGroup] of each size class of
+        factors."""
         return [
             FactorGroup(
                 *(getattr(self, f"factor_{name}_{k}") for name in FactorGroup._fields)
@@ -254,18 +256,18 @@ class TreedGP(Model, GP):
                 uses.
 
         Returns:
-            ``... x a x b``: :math:`\kappa(\lVert (A_i - B_j) / \ell_l
-            \rVert)`.
+            ``... x a x b``: $\kappa(\lVert (A_i - B_j) / \ell_l
+            \rVert)$.
         """
         ls = self.covar_module.base_kernel.base_kernel.lengthscale[leaf]
         return stationary_correlation(pairwise_sq_dist(A / ls, B / ls), "matern52")
 
     def _leaf_kernel(self, A: Tensor, B: Tensor, leaf: Tensor) -> Tensor:
         r"""The Matern-5/2 kernel of leaf ``leaf`` between ``A`` and ``B``:
-        ``... x a x b`` values :math:`\sigma_l^2 \kappa(\lVert (A_i - B_j)
-        / \ell_l \rVert)` (the same as the batched
+        ``... x a x b`` values $\sigma_l^2 \kappa(\lVert (A_i - B_j)
+        / \ell_l \rVert)$ (the same as the batched
         ``covar_module.base_kernel`` entry ``l``; arguments as in
-        :meth:`_leaf_correlation`)."""
+        [`_leaf_correlation()`][treebo.treed.model.TreedGP._leaf_correlation])."""
         outputscale = self.covar_module.base_kernel.outputscale[leaf]
         corr = self._leaf_correlation(A, B, leaf)
         return outputscale.unsqueeze(-1).unsqueeze(-1) * corr
@@ -282,7 +284,7 @@ class TreedGP(Model, GP):
 
         Returns:
             ``(chol, resid, X)``: ``B x m x m`` lower Cholesky factors of
-            :math:`K_l + \sigma_l^2 I` on the members and the identity on the
+            $K_l + \sigma_l^2 I$ on the members and the identity on the
             padding, ``B x m`` residuals from the leaf's mean (zero on the
             padding), and the ``B x m x d`` inputs as the leaf's kernel sees
             them.
@@ -298,7 +300,7 @@ class TreedGP(Model, GP):
         return chol, resid, X
 
     def pseudo_log_likelihood(self) -> Tensor:
-        r"""The weighted pseudo-likelihood :math:`\mathcal{L}(\theta)` (the
+        r"""The weighted pseudo-likelihood $\mathcal{L}(\theta)$ (the
         sum over every leaf's factors, without priors)."""
         total = self.mean_constant.new_zeros(())
         for group in self.factor_groups():
@@ -315,13 +317,13 @@ class TreedGP(Model, GP):
     def custom_fit(
         self, mll: MarginalLogLikelihood, **kwargs: Any
     ) -> MarginalLogLikelihood:
-        """Fit by :func:`~treebo.treed.fit.fit_treed_gp` (called by
+        """Fit by [`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp] (called by
         ``botorch.fit.fit_gpytorch_mll``; ``optimizer_kwargs={"options":
         {"maxiter": k}}`` sets its iterations).
 
         Raises:
             TypeError: If ``mll`` is not this model's
-                :class:`WeightedPseudoLikelihood`.
+                [`WeightedPseudoLikelihood`][treebo.treed.fit.WeightedPseudoLikelihood].
         """
         if not isinstance(mll, WeightedPseudoLikelihood) or mll.model is not self:
             raise TypeError(
@@ -369,9 +371,9 @@ class TreedGP(Model, GP):
 
         Returns:
             ``(mean, V)``: ``P`` posterior means and ``P x m`` rows
-            :math:`L_l^{-1} k_l(X_l, x)` (zero beyond the leaf's data), so
+            $L_l^{-1} k_l(X_l, x)$ (zero beyond the leaf's data), so
             that two points of one leaf have posterior covariance
-            :math:`k_l(x, x') - V_x \cdot V_{x'}`.
+            $k_l(x, x') - V_x \cdot V_{x'}$.
         """
         chol, alpha, Xl = self._leaf_posterior_terms()
         L, P = self.num_leaves, leaf.numel()

@@ -1,26 +1,26 @@
 r"""The input-space partition of a treed GP (Assael et al., HTBO, Sec. 3.1).
 
 A binary tree over the inputs, grown from the data as in CART: a node
-:math:`A` is split on the feature :math:`h` and threshold :math:`\tau` that
+$A$ is split on the feature $h$ and threshold $\tau$ that
 maximize the reduction in uncertainty (eq. 5 of paper 003)
 
-.. math::
+$$
+I(A, A', A'') = U(A) - \frac{|A'|}{|A|} U(A') - \frac{|A''|}{|A|} U(A''),
+\qquad U(A) = \frac{1}{|A|} \sum_{i \in A} (y_i - \bar y_A)^2,
+$$
 
-    I(A, A', A'') = U(A) - \frac{|A'|}{|A|} U(A') - \frac{|A''|}{|A|} U(A''),
-    \qquad U(A) = \frac{1}{|A|} \sum_{i \in A} (y_i - \bar y_A)^2,
-
-with one difference from CART that matters for BO: :math:`\tau` is an observed
-value :math:`x_{kh}` and the points with :math:`x_h = \tau` belong to *both*
-children (:math:`A' = \{x_h \le \tau\}`, :math:`A'' = \{x_h \ge \tau\}`), so
+with one difference from CART that matters for BO: $\tau$ is an observed
+value $x_{kh}$ and the points with $x_h = \tau$ belong to *both*
+children ($A' = \{x_h \le \tau\}$, $A'' = \{x_h \ge \tau\}$), so
 that no gap between two leaves is left without data. Every child keeps at
 least ``min_leaf_size`` points; a node with no such split that reduces
-:math:`U` is a leaf.
+$U$ is a leaf.
 
 The tree is grown one depth level at a time, every node of a level at once:
 the points are sorted once per feature, and prefix sums over that order of
-the node memberships, :math:`y` and :math:`y^2` give the statistics of every
+the node memberships, $y$ and $y^2$ give the statistics of every
 candidate split of every node in one tensor operation, so a level costs
-:math:`O(N_\ell\, d\, n)` after an :math:`O(d\, n \log n)` sort.
+$O(N_\ell\, d\, n)$ after an $O(d\, n \log n)$ sort.
 
 Example:
     >>> import torch
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-#: Relative reduction of :math:`U` below which a split is not worth making.
+#: Relative reduction of $U$ below which a split is not worth making.
 MIN_GAIN = 1e-12
 
 
@@ -56,8 +56,8 @@ class TreePartition:
     Attributes:
         feature: ``N`` long: the split feature of each node (-1 at leaves).
         threshold: ``N``: the split threshold (NaN at leaves).
-        left: ``N`` long: the child with :math:`x_h \le \tau` (-1 at leaves).
-        right: ``N`` long: the child with :math:`x_h \ge \tau` (-1 at leaves).
+        left: ``N`` long: the child with $x_h \le \tau$ (-1 at leaves).
+        right: ``N`` long: the child with $x_h \ge \tau$ (-1 at leaves).
         parent: ``N`` long (-1 at the root).
         depth: ``N`` long (0 at the root).
         members: ``N x n`` booleans: the training points each node holds (a
@@ -156,9 +156,9 @@ class TreePartition:
 
         Returns:
             ``(feature, threshold, sign)``, each ``L x D`` (``D`` the maximum
-            depth, at least 1): leaf :math:`l` holds :math:`x` iff
-            :math:`\mathrm{sign}\,(x_{\mathrm{feature}} - \mathrm{threshold})
-            \le 0` on every entry with ``feature >= 0`` (``sign`` is +1 below a
+            depth, at least 1): leaf $l$ holds $x$ iff
+            $\mathrm{sign}\,(x_{\mathrm{feature}} - \mathrm{threshold})
+            \le 0$ on every entry with ``feature >= 0`` (``sign`` is +1 below a
             left turn, -1 below a right turn).
         """
         anc = self.ancestors()
@@ -198,7 +198,8 @@ class TreePartition:
                 descendants are dropped; entries of leaves are ignored).
 
         Returns:
-            A :class:`TreePartition` of the kept nodes, numbered in the same
+            A [`TreePartition`][treebo.treed.partition.TreePartition] of the kept nodes,
+            numbered in the same
             order.
         """
         if collapse.shape != self.feature.shape:
@@ -252,7 +253,7 @@ def build_partition(
             rejected node becomes a leaf (default: accept every split).
 
     Returns:
-        The :class:`TreePartition`.
+        The [`TreePartition`][treebo.treed.partition.TreePartition].
     """
     if isinstance(min_leaf_size, bool) or not isinstance(min_leaf_size, int):
         raise TypeError(f"min_leaf_size must be an int, got {min_leaf_size!r}.")

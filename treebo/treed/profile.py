@@ -1,13 +1,17 @@
 r"""The autograd pieces of a treed GP's profiled weighted pseudo-likelihood.
 
-:func:`~treebo.treed.fit.fit_treed_gp` evaluates its objective many
+[`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp] evaluates its objective many
 times on small matrices, where the overhead of each autograd graph node
 dominates. The two functions here replace those graphs with written-out
-backward passes: :class:`MaternGaussianQuadratics` (each factor's Gaussian
-quadratic forms and log-determinant) and :class:`ProfiledLeafObjective`
+backward passes:
+[`MaternGaussianQuadratics`][treebo.treed.profile.MaternGaussianQuadratics] (each
+factor's Gaussian
+quadratic forms and log-determinant) and
+[`ProfiledLeafObjective`][treebo.treed.profile.ProfiledLeafObjective]
 (the factors summed into their leaves, with each leaf's mean and output
-scale profiled out; the math is in :mod:`treebo.treed.fit`).
-:func:`profile_leaves` is that profile without gradients and with leading
+scale profiled out; the math is in `treebo.treed.fit`).
+[`profile_leaves()`][treebo.treed.profile.profile_leaves] is that profile without
+gradients and with leading
 batch dimensions, which scores many candidate hyper-parameters at once.
 """
 
@@ -36,18 +40,18 @@ class MaternGaussianQuadratics(torch.autograd.Function):
     diagonal ``diag`` (``B x m``) and right-hand sides ``r`` (``B x m x k``,
     constant), builds
 
-    .. math::
+    $$
+    C = \kappa(\lVert Z_i - Z_j \rVert^2) \odot w w^\top
+        + \operatorname{diag}(\mathrm{diag})
+    $$
 
-        C = \kappa(\lVert Z_i - Z_j \rVert^2) \odot w w^\top
-            + \operatorname{diag}(\mathrm{diag})
-
-    (:math:`\kappa` the Matern-5/2 correlation) and returns ``G = r^T
-    C^{-1} r`` (``B x k x k``) and :math:`\tfrac12 \log |C|` (``B``). The
-    backward pass is written out: with :math:`\bar C = -C^{-1} r\, \bar G\,
-    r^\top C^{-1} + \tfrac12 \bar h\, C^{-1}` (symmetrized),
-    the diagonal's gradient is that of :math:`\bar C` and, for
-    :math:`S = \bar C \odot w w^\top \odot \kappa'`,
-    :math:`\bar Z = 4 (\operatorname{diag}(S 1) Z - S Z)`, so one
+    ($\kappa$ the Matern-5/2 correlation) and returns ``G = r^T
+    C^{-1} r`` (``B x k x k``) and $\tfrac12 \log |C|$ (``B``). The
+    backward pass is written out: with $\bar C = -C^{-1} r\, \bar G\,
+    r^\top C^{-1} + \tfrac12 \bar h\, C^{-1}$ (symmetrized),
+    the diagonal's gradient is that of $\bar C$ and, for
+    $S = \bar C \odot w w^\top \odot \kappa'$,
+    $\bar Z = 4 (\operatorname{diag}(S 1) Z - S Z)$, so one
     Cholesky inverse and two batched products replace an autograd graph
     over every ``B x m x m`` intermediate (the fit evaluates this many times
     on small matrices, where each graph node's overhead dominates).
@@ -87,14 +91,14 @@ class LeafProfile(NamedTuple):
 
     Attributes:
         value: The leaf's weighted pseudo-likelihood plus the log priors of
-            its output scale and noise, at :math:`(\mu^*, t^*)`.
-        mean: :math:`\mu^*`, the generalized least-squares mean.
-        log_scale: :math:`t^*`, the profiled log output scale.
-        decay: :math:`e^{-t^*}`.
-        Q: The weighted quadratic form :math:`Q_l` at :math:`\mu^*`.
-        N: The weighted count :math:`N_l`.
-        z_s: The output scale's standardized log, :math:`(t^* - m_\sigma) /
-            s_\sigma`.
+            its output scale and noise, at $(\mu^*, t^*)$.
+        mean: $\mu^*$, the generalized least-squares mean.
+        log_scale: $t^*$, the profiled log output scale.
+        decay: $e^{-t^*}$.
+        Q: The weighted quadratic form $Q_l$ at $\mu^*$.
+        N: The weighted count $N_l$.
+        z_s: The output scale's standardized log, $(t^* - m_\sigma) /
+            s_\sigma$.
         z_n: The noise's standardized log.
         binds: Where the noise floor binds.
     """
@@ -123,10 +127,10 @@ def profile_leaves(
     r"""Sum factors into their leaves and profile out the means and scales.
 
     Args:
-        gram: ``... x F x 2 x 2``: each factor's :math:`y^\top C^{-1} y`,
-            :math:`y^\top C^{-1} 1`, :math:`1^\top C^{-1} 1`.
-        half_logdet: ``... x F``: :math:`\tfrac12 \log |C|`.
-        log_ratio: ``... x L``: each leaf's :math:`\log \lambda_l`.
+        gram: ``... x F x 2 x 2``: each factor's $y^\top C^{-1} y$,
+            $y^\top C^{-1} 1$, $1^\top C^{-1} 1$.
+        half_logdet: ``... x F``: $\tfrac12 \log |C|$.
+        log_ratio: ``... x L``: each leaf's $\log \lambda_l$.
         leaf: ``F`` long: the leaf owning each factor.
         weight: ``F``: the factors' weights.
         count: ``F``: the factors' weighted sizes.
@@ -135,7 +139,8 @@ def profile_leaves(
         noise_floor: The lower bound on each leaf's noise variance.
 
     Returns:
-        The :class:`LeafProfile` (module docstring for the math).
+        The [`LeafProfile`][treebo.treed.profile.LeafProfile] (module docstring for the
+        math).
     """
     loc_s, scale_s, loc_n, scale_n = priors
     zeros = log_ratio.new_zeros(log_ratio.shape)
@@ -176,22 +181,22 @@ def profile_leaves(
 class ProfiledLeafObjective(torch.autograd.Function):
     r"""The profiled objective of every leaf from its factors' quadratic forms.
 
-    For ``F`` factors with Gram matrices ``gram`` (``F x 2 x 2``: :math:`y^\top
-    C^{-1} y`, :math:`y^\top C^{-1} 1`, :math:`1^\top C^{-1} 1`) and
-    :math:`\tfrac12 \log |C|` (``half_logdet``, ``F``), and the leaves' log
+    For ``F`` factors with Gram matrices ``gram`` (``F x 2 x 2``: $y^\top
+    C^{-1} y$, $y^\top C^{-1} 1$, $1^\top C^{-1} 1$) and
+    $\tfrac12 \log |C|$ (``half_logdet``, ``F``), and the leaves' log
     noise-to-signal ratios (``log_ratio``, ``L``), sums the factors into their
-    leaves, profiles out each leaf's mean :math:`\mu^*` (generalized least
-    squares) and log output scale :math:`t^*` (Newton's method; module
+    leaves, profiles out each leaf's mean $\mu^*$ (generalized least
+    squares) and log output scale $t^*$ (Newton's method; module
     docstring), and returns the weighted pseudo-likelihood plus the two
-    profiled log priors (0-dimensional), with :math:`\mu^*` and :math:`t^*`
+    profiled log priors (0-dimensional), with $\mu^*$ and $t^*$
     (``L`` each, not differentiable).
 
-    The backward pass is written out. :math:`\mu^*` and an interior
-    :math:`t^*` are stationary points, so the value's gradient holds them
-    fixed: :math:`\partial / \partial\, \mathrm{gram}_f = -\tfrac12 w_f
-    e^{-t_l} (1, -\mu_l)^\top (1, -\mu_l)` and :math:`\partial / \partial\,
-    \mathrm{half\_logdet}_f = -w_f`; where the noise floor binds, :math:`t^* =
-    \log s^2_{\min} - \log \lambda_l` moves with the ratio and is
+    The backward pass is written out. $\mu^*$ and an interior
+    $t^*$ are stationary points, so the value's gradient holds them
+    fixed: $\partial / \partial\, \mathrm{gram}_f = -\tfrac12 w_f
+    e^{-t_l} (1, -\mu_l)^\top (1, -\mu_l)$ and $\partial / \partial\,
+    \mathrm{half\_logdet}_f = -w_f$; where the noise floor binds, $t^* =
+    \log s^2_{\min} - \log \lambda_l$ moves with the ratio and is
     differentiated as written. This replaces an autograd graph of some
     sixty small nodes per evaluation.
     """

@@ -1,12 +1,12 @@
 r"""The treed strategy: HTBO (Assael et al.) on spaces of real parameters.
 
-Each proposal builds a :class:`~treebo.models.TreedGP` on the observations
+Each proposal builds a [`TreedGP`][treebo.treed.model.TreedGP] on the observations
 (the partition is rebuilt from the data every time, as in paper 003, and
 pruned by leave-one-out validation), fits
 its leaves by the weighted pseudo-likelihood
-(:func:`~treebo.treed.fit.fit_treed_gp`), and maximizes expected
+([`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp]), and maximizes expected
 improvement over a 20,000-point Sobol set with the best points polished by
-L-BFGS-B (:func:`~treebo.optim.sobol.optimize_acqf_sobol`). Pending
+L-BFGS-B ([`optimize_acqf_sobol()`][treebo.optim.sobol.optimize_acqf_sobol]). Pending
 configurations enter through BoTorch's Monte Carlo ``qLogExpectedImprovement``
 with ``X_pending``. Hyper-parameters are fitted from their defaults each time
 (the number of leaves changes between proposals), so the strategy keeps no
@@ -59,7 +59,7 @@ class TreedOptions:
             (``None``: 20, or 50 with ``warp``, whose two concentrations per
             input and leaf take longer to settle). The fit starts each
             leaf from the best point of a grid
-            (:func:`~treebo.treed.fit.start_from_grid`).
+            ([`start_from_grid()`][treebo.treed.fit.start_from_grid]).
 
     Example:
         >>> from treebo import Real, TreeOptimizer, TreeSpace, Vertex
@@ -99,10 +99,10 @@ class TreedOptions:
 
 @register_strategy
 class TreedStrategy(Strategy):
-    """Expected improvement on a :class:`~treebo.models.TreedGP`.
+    """Expected improvement on a [`TreedGP`][treebo.treed.model.TreedGP].
 
     Args:
-        options: :class:`TreedOptions`.
+        options: [`TreedOptions`][treebo.treed.strategy.TreedOptions].
         **kwargs: ``device`` and ``dtype`` of the models.
 
     Attributes:
