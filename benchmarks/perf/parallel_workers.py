@@ -3,11 +3,17 @@
 Each evaluation of the test problem is made to take ``--eval-seconds`` on
 average (a sleep, scaled by a factor in [0.5, 1.5] drawn from the
 configuration, so that evaluations finish out of order, as real ones do). The
-runs use a thread pool: while ``k`` evaluations are running, the loop fits its
-model and proposes in the main thread, treating the running ones as pending.
-For every worker count the table gives the median wall-clock time of a run,
-its ratio to one worker's (measured in the same invocation), and the median
-log10 regret at the end, with a seed-by-seed count against one worker.
+evaluations run in a thread pool (``--executor threads``) or on a local Dask
+cluster of ``k`` single-threaded worker processes (``--executor dask``): while
+``k`` evaluations are running, the loop fits its model and proposes in the
+main thread, treating the running ones as pending.
+
+For every worker count the first table gives the median wall-clock time of a
+run, its ratio to one worker's (measured in the same invocation), and the
+median log10 regret at the end, with a seed-by-seed count against one worker.
+The second gives, seed by seed, the time ``k`` workers take to reach the best
+value one worker has at the end of its run (``k``-worker runs may be given a
+larger budget for that), as a fraction of one worker's run time.
 Finished runs in ``--out`` are skipped (by problem, workers, seed and budget):
 use one output file per ``--eval-seconds``.
 
@@ -15,11 +21,15 @@ Usage::
 
     python -m benchmarks.perf.parallel_workers --problem p1a --workers 1,3 \\
         --seeds 0-4 --budget 25 --eval-seconds 2
+    python -m benchmarks.perf.parallel_workers --problem v_kinks --executor dask \\
+        --workers 1,8 --budget 100 --parallel-budget 150 --eval-seconds 30 \\
+        --seeds 0-2 --out benchmarks/perf/records/dask_workers.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import random
@@ -46,20 +56,44 @@ def slow_objective(problem, eval_seconds: float):
     return objective
 
 
+def workers_of(method: str) -> int:
+    """The worker count of a method name (``"workers3"``, ``"dask8"``)."""
+    return int(method.removeprefix("workers").removeprefix("dask"))
+
+
 def run(
     problem_name: str, method: str, seed: int, budget: int, eval_seconds: float
 ) -> dict:
-    """One ``minimize`` run with ``int(method.removeprefix("workers"))`` workers."""
+    """One ``minimize`` run: ``"workersK"`` on K threads, ``"daskK"`` on a local
+    Dask cluster of K worker processes."""
     problem = PROBLEMS[problem_name]()
-    workers = int(method.removeprefix("workers"))
-    t0 = time.perf_counter()
-    result = minimize(
-        slow_objective(problem, eval_seconds),
-        problem.space,
-        budget,
-        seed=seed,
-        n_workers=workers,
-    )
+    workers = workers_of(method)
+    told_seconds: list[float] = []
+    with contextlib.ExitStack() as stack:
+        executor = None
+        if method.startswith("dask"):
+            from distributed import Client, LocalCluster
+
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                )
+            )
+            executor = stack.enter_context(Client(cluster)).get_executor()
+        t0 = time.perf_counter()
+        result = minimize(
+            slow_objective(problem, eval_seconds),
+            problem.space,
+            budget,
+            seed=seed,
+            n_workers=workers,
+            executor=executor,
+            callback=lambda trial: told_seconds.append(time.perf_counter() - t0),
+        )
+        run_seconds = time.perf_counter() - t0
     return {
         "problem": problem_name,
         "method": method,
@@ -68,21 +102,35 @@ def run(
         "optimal_value": problem.optimal_value,
         "values": [t.value for t in result.history],
         "kinds": [t.kind for t in result.history],
-        "run_seconds": time.perf_counter() - t0,
+        "run_seconds": run_seconds,
+        "wall_seconds": run_seconds,
+        "told_seconds": told_seconds,
         "eval_seconds": eval_seconds,
     }
 
 
-def log10_regret(record: dict) -> float:
-    best = min(v for v in record["values"] if v is not None)
-    regret = best - record["optimal_value"]
+def best_at(record: dict, n: int) -> float:
+    """The best value among the first ``n`` evaluations of a run."""
+    return min(v for v in record["values"][:n] if v is not None)
+
+
+def log10_regret(record: dict, n: int | None = None) -> float:
+    regret = best_at(record, n or len(record["values"])) - record["optimal_value"]
     return math.log10(regret) if regret > 0 else -math.inf
 
 
-def table(records: list[dict]) -> str:
-    """Markdown table: wall time, its ratio to one worker, regret at the end."""
+def seconds_at(record: dict, n: int) -> float:
+    """Wall time until the ``n``-th evaluation was told (old records without
+    per-trial times: the whole run's)."""
+    told = record.get("told_seconds")
+    return told[n - 1] if told else record["run_seconds"]
+
+
+def table(records: list[dict], budget: int) -> str:
+    """Markdown table at ``budget`` evaluations: wall time, its ratio to the
+    fewest workers', and regret."""
     by = {(r["method"], r["seed"]): r for r in records}
-    methods = sorted({r["method"] for r in records}, key=lambda m: int(m[7:]))
+    methods = sorted({r["method"] for r in records}, key=workers_of)
     base = methods[0]
     lines = [
         f"| workers | seeds | wall s (median) | {base} / this | "
@@ -91,32 +139,84 @@ def table(records: list[dict]) -> str:
     ]
     for method in methods:
         seeds = sorted(s for m, s in by if m == method)
-        walls = [by[method, s]["run_seconds"] for s in seeds]
-        regrets = [log10_regret(by[method, s]) for s in seeds]
+        walls = [seconds_at(by[method, s], budget) for s in seeds]
+        regrets = [log10_regret(by[method, s], budget) for s in seeds]
         paired = [s for s in seeds if (base, s) in by]
         ratios = [
-            by[base, s]["run_seconds"] / by[method, s]["run_seconds"] for s in paired
+            seconds_at(by[base, s], budget) / seconds_at(by[method, s], budget)
+            for s in paired
         ]
-        lo = sum(
-            log10_regret(by[method, s]) < log10_regret(by[base, s]) for s in paired
-        )
-        hi = sum(
-            log10_regret(by[method, s]) > log10_regret(by[base, s]) for s in paired
+        lower, higher = (
+            sum(
+                compare(
+                    log10_regret(by[method, s], budget),
+                    log10_regret(by[base, s], budget),
+                )
+                for s in paired
+            )
+            for compare in (float.__lt__, float.__gt__)
         )
         lines.append(
-            f"| {method[7:]} | {len(seeds)} | {statistics.median(walls):.0f} | "
+            f"| {workers_of(method)} | {len(seeds)} | {statistics.median(walls):.0f} | "
             f"{statistics.median(ratios):.2f}x | {statistics.median(regrets):.2f} | "
-            f"{lo} / {len(paired) - lo - hi} / {hi} ({sign_test(lo, hi):.2g}) |"
+            f"{lower} / {len(paired) - lower - higher} / {higher} "
+            f"({sign_test(lower, higher):.2g}) |"
         )
+    return "\n".join(lines)
+
+
+def time_to_target_table(records: list[dict], budget: int) -> str:
+    """Markdown table: seed by seed, the time each worker count takes to reach
+    the best value the fewest workers have after ``budget`` evaluations, as a
+    fraction of their time to ``budget`` evaluations."""
+    by = {(r["method"], r["seed"]): r for r in records}
+    methods = sorted({r["method"] for r in records}, key=workers_of)
+    base = methods[0]
+    lines = [
+        f"| workers | seed | {base}: best @{budget} | {base}: s | "
+        "this: s to reach it (evaluations) | fraction of {base}'s time |".replace(
+            "{base}", base
+        ),
+        "|---|---|---|---|---|---|",
+    ]
+    for method in methods[1:]:
+        for seed in sorted(s for m, s in by if m == method and (base, s) in by):
+            target = best_at(by[base, seed], budget)
+            base_seconds = seconds_at(by[base, seed], budget)
+            record = by[method, seed]
+            reached = next(
+                (
+                    i
+                    for i in range(1, len(record["values"]) + 1)
+                    if best_at(record, i) <= target
+                ),
+                None,
+            )
+            if reached is None:
+                cells = f"not reached in {len(record['values'])} | - |"
+            else:
+                seconds = seconds_at(record, reached)
+                cells = f"{seconds:.0f} ({reached}) | {seconds / base_seconds:.2f} |"
+            lines.append(
+                f"| {workers_of(method)} | {seed} | {target:.4g} | "
+                f"{base_seconds:.0f} | {cells}"
+            )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problem", default="p1a", choices=sorted(PROBLEMS))
+    parser.add_argument("--executor", default="threads", choices=["threads", "dask"])
     parser.add_argument("--workers", default="1,3")
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--budget", type=int, default=25)
+    parser.add_argument(
+        "--parallel-budget",
+        type=int,
+        default=None,
+        help="budget of the runs with more than one worker (default: --budget)",
+    )
     parser.add_argument("--eval-seconds", type=float, default=2.0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
@@ -125,29 +225,41 @@ def main() -> None:
     args = parser.parse_args()
     if args.eval_seconds < 0:
         parser.error(f"--eval-seconds must be >= 0, got {args.eval_seconds}.")
+    parallel_budget = args.parallel_budget or args.budget
+    if parallel_budget < args.budget:
+        parser.error("--parallel-budget must be at least --budget.")
     torch.set_num_threads(args.threads)
     workers = [int(w) for w in args.workers.split(",")]
     if any(w < 1 for w in workers):
         parser.error(f"--workers must be positive integers, got {args.workers!r}.")
+    prefix = "workers" if args.executor == "threads" else "dask"
     out = Path(args.out)
-    run_missing(
-        out,
-        [args.problem],
-        [f"workers{w}" for w in workers],
-        sorted(parse_seeds(args.seeds)),
-        args.budget,
-        lambda problem, method, seed, budget: run(
-            problem, method, seed, budget, args.eval_seconds
-        ),
-    )
+    for budget, counts in (
+        (args.budget, [w for w in workers if w == 1]),
+        (parallel_budget, [w for w in workers if w > 1]),
+    ):
+        run_missing(
+            out,
+            [args.problem],
+            [f"{prefix}{w}" for w in counts],
+            sorted(parse_seeds(args.seeds)),
+            budget,
+            lambda problem, method, seed, budget: run(
+                problem, method, seed, budget, args.eval_seconds
+            ),
+        )
     records = [
         r
         for r in map(json.loads, out.read_text().splitlines())
         if r["problem"] == args.problem
-        and r["budget"] == args.budget
+        and r["method"].startswith(prefix)
+        and r["budget"]
+        == (args.budget if workers_of(r["method"]) == 1 else parallel_budget)
         and r["eval_seconds"] == args.eval_seconds
     ]
-    print(table(records))
+    print(table(records, args.budget))
+    print()
+    print(time_to_target_table(records, args.budget))
 
 
 if __name__ == "__main__":

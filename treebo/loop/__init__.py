@@ -16,7 +16,9 @@ returns anything but a finite real number is recorded as failed, with the
 reason, and the loop goes on (the model sees the worst score observed so far
 at that point, so it steers away from it); a
 [`ProcessExecutor`][treebo.loop.executors.ProcessExecutor] also
-ends evaluations that run past a time limit. With a ``checkpoint`` path every
+ends evaluations that run past a time limit, and a
+[`TimeLimitExecutor`][treebo.loop.executors.TimeLimitExecutor] puts one on
+any executor (a Dask or Ray cluster's). With a ``checkpoint`` path every
 evaluation is appended to a journal as soon as it is told, and a run started
 with the same path and settings resumes from it exactly. Each finished trial
 is logged at INFO on the ``"treebo"`` logger, on stderr by default
@@ -32,7 +34,11 @@ from treebo.loop.checkpoint import (
     CheckpointVersionError,
 )
 from treebo.loop.design import initial_design
-from treebo.loop.executors import EvaluationTimeout, ProcessExecutor
+from treebo.loop.executors import (
+    EvaluationTimeout,
+    ProcessExecutor,
+    TimeLimitExecutor,
+)
 from treebo.loop.history import History, OptimizationResult, Trial
 from treebo.loop.log import (
     disable_default_handler,
@@ -53,6 +59,7 @@ __all__ = [
     "History",
     "OptimizationResult",
     "ProcessExecutor",
+    "TimeLimitExecutor",
     "TreeOptimizer",
     "Trial",
     "box_space",
