@@ -53,7 +53,7 @@ def command(*args, env=None):
     )
 
 
-def test_a_killed_run_resumes_from_its_checkpoint_and_is_summarized(workdir):
+def test_a_killed_run_resumes_from_its_checkpoint_and_is_summarized(workdir, capsys):
     import os
 
     args = ["run", "cli_objective:f", "--space", "space.yaml", "--budget", "6"]
@@ -71,6 +71,9 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_is_summarized(workdir):
     assert len(result.history) == 6 and (workdir / "calls.txt").read_text() == "7"
     assert f"best value {result.best_value}" in done.stdout
     assert main(["summary", "run.jsonl", "--space", "space.yaml"]) == 0
+    shown = capsys.readouterr().out
+    assert main(["show", "run.jsonl", "--space", "space.yaml"]) == 0
+    assert capsys.readouterr().out == shown and str(result.best_value) in shown
     assert main(["plot", "run.jsonl", "--space", "space.yaml", "--out", "p.png"]) == 0
     assert (workdir / "p.png").stat().st_size > 1000
 

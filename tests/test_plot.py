@@ -15,7 +15,9 @@ from treebo.plot import (  # noqa: E402
     plot_best_so_far,
     plot_paths,
     plot_timing,
+    plot_tree,
     plot_trials,
+    vertex_statistics,
 )
 from treebo.test_functions import Jenatton  # noqa: E402
 
@@ -87,3 +89,25 @@ def test_timing_draws_proposal_and_evaluation_seconds():
     lines = plot_timing(result).axes[0].get_lines()
     np.testing.assert_array_equal(lines[1].get_ydata(), [0.5, 1.5])
     assert [ln.get_label() for ln in lines] == ["proposal", "evaluation"]
+
+
+def test_vertex_statistics_count_the_evaluations_through_each_vertex():
+    # Vertices of Jenatton's tree, breadth first: root, x1=0, x1=1, x2=0,
+    # x2=1, x3=0, x3=1.
+    result = run([1.0, 2.0, None, 0.5], [LEFT, RIGHT, LEFT, LEFT])
+    counts, best = vertex_statistics(result, SPACE)
+    np.testing.assert_array_equal(counts, [4, 3, 1, 3, 0, 0, 1])
+    np.testing.assert_array_equal(best, [0.5, 0.5, 2.0, 0.5, np.nan, np.nan, 2.0])
+    _, best = vertex_statistics(result, SPACE, maximize=True)
+    np.testing.assert_array_equal(best, [2.0, 1.0, 2.0, 1.0, np.nan, np.nan, 2.0])
+
+
+def test_the_tree_shows_each_vertex_with_its_share_and_best():
+    result = run([1.0, 2.0, None, 0.5], [LEFT, RIGHT, LEFT, LEFT])
+    ax = plot_tree(result, SPACE).axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert len(texts) == SPACE.tree.num_vertices
+    assert texts[0] == "(root)\n4 evals (100%)\nbest 0.5"
+    assert texts[1] == "x1=0\nr8\n3 evals (75%)\nbest 0.5"
+    assert texts[4] == "x2=1\nx5\n0 evals (0%)"
+    assert len(ax.get_lines()) == SPACE.tree.num_vertices - 1  # one per edge

@@ -4,7 +4,7 @@
 
     treebo run my_module:objective --space space.yaml --budget 50 \\
         --checkpoint run.jsonl --seed 0 --workers 4
-    treebo summary run.jsonl --space space.yaml
+    treebo summary run.jsonl --space space.yaml    # or: treebo show
     treebo plot run.jsonl --space space.yaml --out run.png
     treebo demo
 
@@ -74,14 +74,16 @@ def _plot(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from treebo.plot import plot_best_so_far, plot_paths
+    from treebo.plot import plot_best_so_far, plot_paths, plot_tree
 
     space = load_space(args.space)
     result = read_checkpoint(args.checkpoint, space)
     maximize = bool(checkpoint_header(args.checkpoint).get("maximize"))
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4))
-    plot_best_so_far({"run": result}, maximize=maximize, ax=left)
-    plot_paths(result, space, maximize=maximize, ax=right)
+    fig = plt.figure(figsize=(12, 8))
+    grid = fig.add_gridspec(2, 2)
+    plot_best_so_far({"run": result}, maximize=maximize, ax=fig.add_subplot(grid[0, 0]))
+    plot_paths(result, space, maximize=maximize, ax=fig.add_subplot(grid[0, 1]))
+    plot_tree(result, space, maximize=maximize, ax=fig.add_subplot(grid[1, :]))
     fig.tight_layout()
     fig.savefig(args.out)
     print(f"wrote {args.out}")
@@ -103,11 +105,11 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--workers", type=int, default=1)
     run.add_argument("--no-progress", action="store_true")
     run.set_defaults(handler=_run)
-    for name, handler, text in (
-        ("summary", _summary, "print a checkpoint's best and paths"),
-        ("plot", _plot, "plot a checkpoint's best value and paths"),
+    for name, aliases, handler, text in (
+        ("summary", ["show"], _summary, "print a checkpoint's best and paths"),
+        ("plot", [], _plot, "plot a checkpoint's best value, paths and tree"),
     ):
-        sub = commands.add_parser(name, help=text)
+        sub = commands.add_parser(name, aliases=aliases, help=text)
         sub.add_argument("checkpoint")
         sub.add_argument("--space", required=True)
         if name == "plot":
