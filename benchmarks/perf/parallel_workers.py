@@ -79,7 +79,7 @@ def run(
                     n_workers=workers,
                     threads_per_worker=1,
                     host="127.0.0.1",
-                    dashboard_address=None,
+                    dashboard_address=":0",
                 )
             )
             executor = stack.enter_context(Client(cluster)).get_executor()
