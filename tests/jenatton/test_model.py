@@ -67,9 +67,13 @@ def test_closed_forms_equal_the_dense_joint_gaussian(problem, nonlinear):
     space = problem.space
     X = space.sample(17, seed=1)
     Y = problem(X).unsqueeze(-1) + 0.1 * torch.randn(17, 1, dtype=X.dtype)
-    model = randomize(JenattonTreeGP(X, Y, space, nonlinear=nonlinear, num_features=4))
+    # 8 random features per gamma: D = 24 per shared vertex, more than the
+    # padded rows, so the marginal likelihood takes its N x N form.
+    model = randomize(JenattonTreeGP(X, Y, space, nonlinear=nonlinear, num_features=8))
     Xq = space.sample(6, seed=2)
     ref = dense_reference(model, X, Xq)
+    F = model._factors()
+    assert ("Lg" in F) == (nonlinear and F["A"].shape[-1] > F["A"].shape[:2].numel())
     torch.testing.assert_close(
         model.marginal_log_likelihood(), ref["mll"], rtol=0, atol=1e-8
     )
@@ -112,8 +116,11 @@ def test_the_leaf_kernel_is_matern_52_on_the_leafs_own_columns():
     Xs = model.scale_inputs(X)
     leaf = model.layout.leaf_of(X)
     i, j = 0, 1
-    own = model.column_mask[leaf[i]].bool()
-    r = ((Xs[i] - Xs[j])[own] / model.lengthscale[leaf[i]][own]).norm()
+    own = model.layout.own_columns[leaf[i]]
+    columns = model.leaf_columns[leaf[i]][model.leaf_column_valid[leaf[i]].bool()]
+    assert sorted(columns.tolist()) == own.nonzero().flatten().tolist()
+    scales = model.lengthscale[leaf[i]][: len(columns)]
+    r = ((Xs[i] - Xs[j])[columns] / scales).norm()
     expected = model.outputscale[leaf[i]] * (
         (1 + math.sqrt(5) * r + 5 / 3 * r**2) * torch.exp(-math.sqrt(5) * r)
     )

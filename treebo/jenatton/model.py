@@ -42,6 +42,7 @@ most $m$ points and $D$ shared features; a query costs $O(P m^2 + D^2)$.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import torch
@@ -140,15 +141,21 @@ class LeafGP(Model):
         self.register_buffer("input_low", low)
         self.register_buffer("input_width", width)
         mask = layout.own_columns if leaf_columns == "own" else layout.active_columns
-        self.register_buffer("column_mask", mask.to(**factory))  # P x d
+        # Each leaf's columns, padded to the most any leaf has: P x k.
+        counts = mask.sum(-1)
+        k = max(int(counts.max()), 1)
+        order = torch.argsort((~mask).to(torch.int8), dim=-1, stable=True)[:, :k]
+        valid = torch.arange(k) < counts.unsqueeze(-1)
+        self.register_buffer("leaf_columns", (order * valid).to(train_X.device))
+        self.register_buffer("leaf_column_valid", valid.to(**factory))
         self.train_inputs = (train_X,)
         self.train_targets = train_Y.squeeze(-1)
         self._build_leaf_data(train_X, train_Y)
         P = layout.num_leaves
-        dims = self.column_mask.sum(-1).clamp_min(1.0)  # P
+        dims = counts.clamp_min(1).to(**factory)  # P
         self.register_buffer("leaf_dims", dims)
         self.raw_lengthscale = torch.nn.Parameter(
-            (0.5 * dims.sqrt()).log().unsqueeze(-1).expand(P, d).clone()
+            (0.5 * dims.sqrt()).log().unsqueeze(-1).expand(P, k).clone()
         )
         self.raw_outputscale = torch.nn.Parameter(torch.zeros(P, **factory))
         self.leaf_mean = torch.nn.Parameter(torch.zeros(P, **factory))
@@ -190,7 +197,8 @@ class LeafGP(Model):
     # -------------------------------------------------------- hyperparameters
     @property
     def lengthscale(self) -> Tensor:
-        """``P x d`` ARD lengthscales (only the leaf's columns matter)."""
+        """``P x k`` ARD lengthscales of each leaf's columns (``leaf_columns``;
+        padding entries do not matter)."""
         return self.raw_lengthscale.exp()
 
     @property
@@ -215,7 +223,7 @@ class LeafGP(Model):
         leaf means."""
         loc = math.sqrt(2.0) + 0.5 * self.leaf_dims.log()  # P
         z = (self.raw_lengthscale - loc.unsqueeze(-1)) / math.sqrt(3.0)
-        total = -0.5 * (z.square() * self.column_mask).sum()
+        total = -0.5 * (z.square() * self.leaf_column_valid).sum()
         total = total - 0.5 * self.raw_outputscale.square().sum()
         total = total - 0.5 * self.leaf_mean.square().sum()
         total = total - 0.5 * (self.noise.log() + 4.0).square()
@@ -235,12 +243,25 @@ class LeafGP(Model):
         Returns:
             ``... x a x b``.
         """
-        inverse = self.column_mask[leaf] / self.lengthscale[leaf]  # ... x a x d
-        diff = (X1.unsqueeze(-2) - X2.unsqueeze(-3)) * inverse.unsqueeze(-2)
+        columns = self.leaf_columns[leaf]  # ... x a x k
+        inverse = self.leaf_column_valid[leaf] / self.lengthscale[leaf]
+        A = X1.gather(-1, columns)  # ... x a x k
+        shape = (*columns.shape[:-1], X2.shape[-2], columns.shape[-1])
+        B = X2.unsqueeze(-3).expand(*shape[:-1], X2.shape[-1])
+        B = B.gather(-1, columns.unsqueeze(-2).expand(shape))  # ... x a x b x k
+        diff = (A.unsqueeze(-2) - B) * inverse.unsqueeze(-2)
         return self.outputscale[leaf].unsqueeze(-1) * matern52(diff.square().sum(-1))
 
-    def _factors(self) -> dict[str, Tensor]:
-        """Cholesky factors and solves of the training data (module docstring)."""
+    def _factors(self, coefficients: bool = False) -> dict[str, Tensor]:
+        r"""Cholesky factors and solves of the training data (module docstring).
+
+        With shared features, the coefficients' precision $\Lambda_c$ is
+        factored (``D x D``) if ``coefficients`` is set or ``D`` is at most
+        the ``N`` padded data rows; otherwise the marginal likelihood takes
+        the equivalent ``N x N`` form $I + \alpha^2 A A^\top$ with
+        $A = [L_p^{-1} Z_p^\top]_p$ (matrix determinant lemma and
+        push-through identity), which is cheaper when $D > N$.
+        """
         P, m = self.leaf_valid.shape
         valid = self.leaf_valid.to(self.leaf_X)
         rows = torch.arange(P, device=valid.device).unsqueeze(-1).expand(P, m)
@@ -251,26 +272,36 @@ class LeafGP(Model):
         residual = (self.leaf_y - self.leaf_mean.unsqueeze(-1)) * valid
         a = torch.linalg.solve_triangular(L, residual.unsqueeze(-1), upper=False)
         out = {"L": L, "a": a.squeeze(-1), "valid_count": valid.sum()}
-        if self.features is not None and self.features.num_outputs:
-            A = torch.linalg.solve_triangular(L, self.leaf_Z, upper=False)  # P x m x D
-            D = A.shape[-1]
+        if self.features is None or not self.features.num_outputs:
+            return out
+        A = torch.linalg.solve_triangular(L, self.leaf_Z, upper=False)  # P x m x D
+        out["A"] = A
+        D, N = A.shape[-1], P * m
+        eye = partial(torch.eye, dtype=A.dtype, device=A.device)
+        if coefficients or D <= N:
             precision = torch.einsum("pmi,pmj->ij", A, A)
-            precision = precision + torch.eye(D, dtype=A.dtype, device=A.device) * (
-                1.0 / self.coefficient_variance + JITTER
-            )
+            precision = precision + eye(D) * (1.0 / self.coefficient_variance + JITTER)
             f = torch.einsum("pmi,pm->i", A, out["a"])
             Lc = torch.linalg.cholesky(precision)
             u = torch.linalg.solve_triangular(Lc, f.unsqueeze(-1), upper=False)
-            out.update(A=A, Lc=Lc, f=f, u=u.squeeze(-1))
+            out.update(Lc=Lc, f=f, u=u.squeeze(-1))
+        else:
+            A_rows = A.reshape(N, D)
+            G = self.coefficient_variance * (A_rows @ A_rows.T) + eye(N)
+            Lg = torch.linalg.cholesky(G)
+            w = torch.linalg.solve_triangular(Lg, out["a"].reshape(N, 1), upper=False)
+            out.update(Lg=Lg, w=w.squeeze(-1))
         return out
 
     def marginal_log_likelihood(self) -> Tensor:
-        """$\\log p(y)$ of the standardized training outcomes (module docstring)."""
+        r"""$\log p(y)$ of the standardized training outcomes (module docstring)."""
         F = self._factors()
         n = F["valid_count"]
-        value = -0.5 * F["a"].square().sum()
-        value = value - F["L"].diagonal(dim1=-2, dim2=-1).log().sum()
+        value = -F["L"].diagonal(dim1=-2, dim2=-1).log().sum()
         value = value - 0.5 * n * math.log(2 * math.pi)
+        if "Lg" in F:  # N x N form: -1/2 a'(I + s AA')^-1 a - 1/2 log|I + s AA'|
+            return value - 0.5 * F["w"].square().sum() - F["Lg"].diagonal().log().sum()
+        value = value - 0.5 * F["a"].square().sum()
         if "Lc" in F:
             D = F["f"].shape[0]
             value = value - 0.5 * D * self.coefficient_variance.log()
@@ -281,7 +312,7 @@ class LeafGP(Model):
     def coefficient_posterior(self) -> tuple[Tensor, Tensor]:
         r"""Mean and covariance of $c \mid y$ (standardized outcomes):
         $\Lambda_c^{-1} f_c$ and $\Lambda_c^{-1}$ (``D`` and ``D x D``)."""
-        F = self._factors()
+        F = self._factors(coefficients=True)
         if "Lc" not in F:
             raise ValueError("the model has no shared term.")
         covariance = torch.cholesky_inverse(F["Lc"])
@@ -295,7 +326,7 @@ class LeafGP(Model):
     def _prediction_cache(self) -> dict[str, Tensor]:
         if self._cache is not None and not self.training:
             return self._cache
-        F = self._factors()
+        F = self._factors(coefficients=True)
         L = F["L"]
         eye = torch.eye(L.shape[-1], dtype=L.dtype, device=L.device)
         L_inv = torch.linalg.solve_triangular(L, eye, upper=False)  # P x m x m

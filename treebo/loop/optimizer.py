@@ -36,6 +36,7 @@ from torch import Tensor
 
 # The families register their strategies with the loop when they load.
 import treebo.add_tree  # noqa: F401
+import treebo.jenatton  # noqa: F401
 import treebo.tree_additive  # noqa: F401
 import treebo.treed  # noqa: F401
 from treebo.loop.candidates import (

@@ -10,6 +10,8 @@ from treebo.gp.fit import (
     noise_floor_likelihood,
     noise_floor_likelihood_options,
 )
+from treebo.jenatton.fit import fit_leaf_gp
+from treebo.jenatton.model import IndependentLeafGP, JenattonTreeGP
 from treebo.tree_additive.model import ComponentPosterior, GridPosterior, TreeAdditiveGP
 from treebo.tree_additive.structure_learning import learn_tree_structure
 from treebo.treed.fit import WeightedPseudoLikelihood, fit_treed_gp
@@ -22,12 +24,15 @@ __all__ = [
     "AddTreeGP",
     "ComponentPosterior",
     "GridPosterior",
+    "IndependentLeafGP",
+    "JenattonTreeGP",
     "TreeAdditiveGP",
     "TreePartition",
     "TreedGP",
     "VertexPosterior",
     "WeightedPseudoLikelihood",
     "build_partition",
+    "fit_leaf_gp",
     "fit_model",
     "fit_treed_gp",
     "learn_tree_structure",

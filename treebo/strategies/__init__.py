@@ -1,11 +1,10 @@
 """Strategies: what a model family does to turn the history into a proposal.
 
 See [`Strategy`][treebo.strategies.base.Strategy] for the interface and
-[`register_strategy()`][treebo.strategies.base.register_strategy] to add one. The
-built-in
-strategies live in their families' folders (``treebo.add_tree``,
-``treebo.tree_additive``, ``treebo.treed``) and are re-exported here, loaded
-on first use.
+[`register_strategy()`][treebo.strategies.base.register_strategy] to add one.
+The built-in strategies live in their families' folders (``treebo.add_tree``,
+``treebo.tree_additive``, ``treebo.treed``, ``treebo.jenatton``) and are
+re-exported here, loaded on first use.
 """
 
 from treebo._exports import lazy_exports
@@ -26,6 +25,12 @@ __getattr__, __dir__ = lazy_exports(
         "LocalStepOptions": "treebo.add_tree.options",
         "AddTreeStrategy": "treebo.add_tree.strategy",
         "AddTreeUCBStrategy": "treebo.add_tree.strategy",
+        "IndependentLeafOptions": "treebo.jenatton.strategy",
+        "IndependentLeafStrategy": "treebo.jenatton.strategy",
+        "JenattonTreeOptions": "treebo.jenatton.strategy",
+        "JenattonTreeStrategy": "treebo.jenatton.strategy",
+        "JenattonTreeNonlinearOptions": "treebo.jenatton.strategy",
+        "JenattonTreeNonlinearStrategy": "treebo.jenatton.strategy",
         "TreeAdditiveOptions": "treebo.tree_additive.strategy",
         "TreeAdditiveStrategy": "treebo.tree_additive.strategy",
         "TreedOptions": "treebo.treed.strategy",
@@ -39,6 +44,12 @@ __all__ = [
     "AddTreeStrategy",
     "AddTreeUCBOptions",
     "AddTreeUCBStrategy",
+    "IndependentLeafOptions",
+    "IndependentLeafStrategy",
+    "JenattonTreeNonlinearOptions",
+    "JenattonTreeNonlinearStrategy",
+    "JenattonTreeOptions",
+    "JenattonTreeStrategy",
     "LocalStepOptions",
     "Observations",
     "Proposal",

@@ -1,0 +1,232 @@
+r"""The loop's strategies for Jenatton et al.'s models: ``"jenatton_tree"``,
+``"jenatton_tree_nonlinear"`` and ``"independent"``.
+
+Each proposal fits the model to the observations
+([`fit_leaf_gp()`][treebo.jenatton.fit.fit_leaf_gp]) and takes Jenatton et al.'s
+two steps: maximize expected improvement (LogEI) within each leaf, then pick
+the leaf whose maximum is highest. Both run in one batch over all leaves
+([`optimize_acqf_tree()`][treebo.optim.tree_optimize.optimize_acqf_tree]:
+random starts per leaf, then L-BFGS-B on each leaf's own columns). Pending
+configurations enter through Monte Carlo ``qLogExpectedImprovement`` with
+``X_pending`` (the model's joint posterior over them). The models are fitted
+from their defaults at every proposal, so the strategies keep no state and a
+resumed run continues exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+from botorch.acquisition import (
+    AcquisitionFunction,
+    LogExpectedImprovement,
+    qLogExpectedImprovement,
+)
+from botorch.exceptions import ModelFittingError
+from botorch.sampling import SobolQMCNormalSampler
+
+from treebo.jenatton.fit import FIT_MAXITER, fit_leaf_gp
+from treebo.jenatton.model import IndependentLeafGP, JenattonTreeGP, LeafGP
+from treebo.optim.tree_optimize import optimize_acqf_tree
+from treebo.space import ConfigurationError, TreeSpace
+from treebo.strategies.base import Observations, Proposal, Strategy, register_strategy
+from treebo.strategies.validation import check_count, check_positive
+
+
+@dataclass(frozen=True)
+class IndependentLeafOptions:
+    """Settings of the ``"independent"`` strategy.
+
+    Attributes:
+        noise_floor: Lower bound on the noise variance (standardized scores).
+        fit_maxiter: L-BFGS-B iterations of the hyper-parameter fit.
+        num_restarts: L-BFGS-B starts per leaf.
+        raw_samples: Random points scored per leaf to choose the starts.
+    """
+
+    noise_floor: float = 1e-6
+    fit_maxiter: int = FIT_MAXITER
+    num_restarts: int = 4
+    raw_samples: int = 128
+
+    def __post_init__(self) -> None:
+        check_positive(self.noise_floor, "noise_floor")
+        check_count(self.fit_maxiter, "fit_maxiter", 1)
+        check_count(self.num_restarts, "num_restarts", 1)
+        check_count(self.raw_samples, "raw_samples", 1)
+
+
+@dataclass(frozen=True)
+class JenattonTreeOptions(IndependentLeafOptions):
+    """Settings of the ``"jenatton_tree"`` strategy (``tree``).
+
+    Attributes:
+        num_features: $R$ random features per $\\gamma$ and shared vertex
+            (``tree-nonlinear`` only; paper: 25).
+        feature_seed: Seed of the random features (``tree-nonlinear`` only).
+
+    Example:
+        >>> from treebo import TreeOptimizer
+        >>> from treebo.test_functions import Jenatton
+        >>> opt = TreeOptimizer(Jenatton().space, model=JenattonTreeOptions())
+        >>> opt.strategy.name
+        'jenatton_tree'
+    """
+
+    num_features: int = 25
+    feature_seed: int = 0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_count(self.num_features, "num_features", 1)
+        check_count(self.feature_seed, "feature_seed", 0)
+
+
+@dataclass(frozen=True)
+class JenattonTreeNonlinearOptions(JenattonTreeOptions):
+    """Settings of the ``"jenatton_tree_nonlinear"`` strategy
+    (``tree-nonlinear``): those of ``"jenatton_tree"``."""
+
+
+class _LeafStrategy(Strategy):
+    """Fit a [`LeafGP`][treebo.jenatton.model.LeafGP], then LogEI per leaf and
+    the best leaf (module docstring)."""
+
+    def __init__(self, options: Any | None = None, **kwargs: Any) -> None:
+        super().__init__(options, **kwargs)
+        self.last_model: LeafGP | None = None
+        self.timings: dict[str, float] = {}
+
+    def validate_space(self, space: TreeSpace) -> None:
+        others = [
+            space.parameter_names[c]
+            for c in space.integer_columns + space.categorical_columns
+        ]
+        if others:
+            raise ConfigurationError(
+                f"model={self.name!r} takes real parameters under choices; "
+                f"{others[0]!r} is not a real parameter."
+            )
+        try:
+            space.tree.path_table  # noqa: B018 - the leaves must be listable
+        except ValueError as err:
+            raise ConfigurationError(f"model={self.name!r}: {err}") from err
+
+    def build_model(self, observations: Observations) -> LeafGP:
+        """The unfitted model of the observations."""
+        raise NotImplementedError
+
+    def fit(self, observations: Observations) -> LeafGP:
+        """Build the model of the observations and fit it."""
+        model = self.build_model(observations)
+        try:
+            fit_leaf_gp(model, maxiter=self.options.fit_maxiter)
+        except (RuntimeError, ValueError) as err:
+            raise ModelFittingError(
+                f"could not fit model={self.name!r}: {err}"
+            ) from err
+        self.last_model = model
+        return model
+
+    def acquisition(self, observations: Observations) -> AcquisitionFunction:
+        """LogEI on the fitted model; with pending configurations, Monte
+        Carlo qLogEI over them."""
+        obs = observations
+        model = self.fit(obs)
+        best_f = obs.y.max()
+        if not obs.X_pending.shape[0]:
+            return LogExpectedImprovement(model, best_f=best_f)
+        return qLogExpectedImprovement(
+            model,
+            best_f=best_f,
+            sampler=SobolQMCNormalSampler(torch.Size([128]), seed=obs.seed),
+            X_pending=obs.X_pending.to(obs.X),
+        )
+
+    def propose(self, observations: Observations) -> Proposal:
+        t0 = time.perf_counter()
+        acqf = self.acquisition(observations)
+        t1 = time.perf_counter()
+        best = optimize_acqf_tree(
+            acqf,
+            observations.space,
+            num_restarts=self.options.num_restarts,
+            raw_samples=self.options.raw_samples,
+            seed=observations.seed,
+        )
+        self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
+        return Proposal(best.candidate.reshape(-1), "bo")
+
+
+@register_strategy
+class IndependentLeafStrategy(_LeafStrategy):
+    """Independent GPs per leaf
+    ([`IndependentLeafGP`][treebo.jenatton.model.IndependentLeafGP]), LogEI per
+    leaf, the best leaf.
+
+    Example:
+        >>> from treebo import minimize
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> result = minimize(problem.objective, problem.space, budget=8,
+        ...                   seed=0, model="independent")
+        >>> [t.kind for t in result.history].count("bo")
+        3
+    """
+
+    name: ClassVar[str] = "independent"
+    options_type: ClassVar[type] = IndependentLeafOptions
+
+    def build_model(self, observations: Observations) -> LeafGP:
+        return IndependentLeafGP(
+            observations.X,
+            observations.y,
+            observations.space,
+            noise_floor=self.options.noise_floor,
+        )
+
+
+@register_strategy
+class JenattonTreeStrategy(_LeafStrategy):
+    """Jenatton et al.'s ``tree``
+    ([`JenattonTreeGP`][treebo.jenatton.model.JenattonTreeGP]), LogEI per leaf,
+    the best leaf.
+
+    Example:
+        >>> from treebo import minimize
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> result = minimize(problem.objective, problem.space, budget=8,
+        ...                   seed=0, model="jenatton_tree")
+        >>> len(result.history)
+        8
+    """
+
+    name: ClassVar[str] = "jenatton_tree"
+    options_type: ClassVar[type] = JenattonTreeOptions
+    nonlinear: ClassVar[bool] = False
+
+    def build_model(self, observations: Observations) -> LeafGP:
+        opts = self.options
+        return JenattonTreeGP(
+            observations.X,
+            observations.y,
+            observations.space,
+            nonlinear=self.nonlinear,
+            num_features=opts.num_features,
+            feature_seed=opts.feature_seed,
+            noise_floor=opts.noise_floor,
+        )
+
+
+@register_strategy
+class JenattonTreeNonlinearStrategy(JenattonTreeStrategy):
+    """Jenatton et al.'s ``tree-nonlinear``: as ``"jenatton_tree"``, with random
+    Fourier features of the shared parameters."""
+
+    name: ClassVar[str] = "jenatton_tree_nonlinear"
+    options_type: ClassVar[type] = JenattonTreeNonlinearOptions
+    nonlinear: ClassVar[bool] = True
