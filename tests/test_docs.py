@@ -60,7 +60,9 @@ def test_the_readme_quick_start_runs(tmp_path, monkeypatch):
     assert (tmp_path / "run.jsonl").exists()
 
 
-SPHINX_MARKUP = re.compile(r":(class|func|meth|attr|data|mod|exc|math):`|^\s*\.\. \w+::", re.M)
+SPHINX_MARKUP = re.compile(
+    r":(class|func|meth|attr|data|mod|exc|math):`|^\s*\.\. \w+::", re.M
+)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -28,6 +28,7 @@ LAYERS = {
     "treebo.add_tree": 2,
     "treebo.tree_additive": 2,
     "treebo.treed": 2,
+    "treebo.jenatton": 2,
     "treebo.loop": 3,
     "treebo.integrations": 3,
     "treebo.test_functions": 3,
@@ -36,7 +37,12 @@ LAYERS = {
     "treebo.acquisition": 4,
     "treebo": 5,
 }
-FAMILIES = ("treebo.add_tree", "treebo.tree_additive", "treebo.treed")
+FAMILIES = (
+    "treebo.add_tree",
+    "treebo.tree_additive",
+    "treebo.treed",
+    "treebo.jenatton",
+)
 MODULES = sorted(m.name for m in pkgutil.walk_packages(treebo.__path__, "treebo.")) + [
     "treebo"
 ]

@@ -110,7 +110,8 @@ class FaultyObjective:
         start = 0
         while True:
             try:
-                os.close(os.open(self.folder / f"start-{start}", os.O_CREAT | os.O_EXCL))
+                flags = os.O_CREAT | os.O_EXCL
+                os.close(os.open(self.folder / f"start-{start}", flags))
                 return start
             except FileExistsError:
                 start += 1

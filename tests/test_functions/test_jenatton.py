@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from treebo.test_functions import GeneralizedJenatton, Jenatton
+from treebo.test_functions import PAPER_001_TREES, GeneralizedJenatton, Jenatton
 
 
 def jenatton_reference(c: dict) -> float:
@@ -31,18 +31,28 @@ def test_jenatton_matches_its_definition(variant):
     assert (float(lo), float(up)) == ((-1.0, 1.0) if variant == "paper" else (0.0, 1.0))
 
 
+SHARED = {
+    "linear": lambda r: r,
+    "quadratic": lambda r: 4 * (r - 0.5) ** 2,
+}
+
+
+@pytest.mark.parametrize("shared", ["linear", "quadratic", "none"])
 @pytest.mark.parametrize("balanced", [True, False])
-def test_generalized_jenatton_matches_a_walk_down_the_tree(balanced):
-    problem = GeneralizedJenatton(depth=4, balanced=balanced)
+def test_generalized_jenatton_matches_a_walk_down_the_tree(balanced, shared):
+    problem = GeneralizedJenatton(depth=4, balanced=balanced, shared=shared)
     space = problem.space
     assert space.num_paths == (8 if balanced else 4)
     leaves = [v for v in space.vertices if not v.choices]
     rank = {v.params[0].name: i + 1 for i, v in enumerate(leaves)}
+    inner = [v for v in space.vertices if v.choices]
+    assert all(len(v.params) == (shared != "none") for v in inner)
 
     def reference(c: dict) -> float:
         total, vertex = 0.0, space.root
         while vertex.choices:
-            total += c[vertex.params[0].name]
+            if shared != "none":
+                total += SHARED[shared](c[vertex.params[0].name])
             vertex = vertex.choices[0].options[c[vertex.choices[0].name]]
         name = vertex.params[0].name
         return total + c[name] ** 2 + 0.1 * rank[name]
@@ -58,8 +68,22 @@ def test_generalized_jenatton_matches_a_walk_down_the_tree(balanced):
     )
 
 
+def test_the_paper_001_trees_have_the_papers_leaf_counts_and_optimum():
+    leaves = {"small_balanced": 4, "small_unbalanced": 3,
+              "large_balanced": 8, "large_unbalanced": 9}  # fmt: skip
+    assert len(PAPER_001_TREES) == 12
+    for name, (depth, balanced, shared) in PAPER_001_TREES.items():
+        problem = GeneralizedJenatton(depth, balanced, shared=shared)
+        assert problem.space.num_paths == leaves[name.rsplit("_", 1)[0]]
+        optimum = torch.tensor(problem._optimizers, dtype=torch.float64)
+        assert float(problem(optimum)) == pytest.approx(0.1)
+        assert (problem(problem.space.sample(300, seed=0)) >= 0.1 - 1e-12).all()
+
+
 def test_bad_problem_arguments():
     with pytest.raises(ValueError, match="variant"):
         Jenatton("other")
     with pytest.raises(ValueError, match="depth"):
         GeneralizedJenatton(depth=1)
+    with pytest.raises(ValueError, match="shared"):
+        GeneralizedJenatton(shared="cubic")

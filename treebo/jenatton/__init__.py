@@ -10,8 +10,9 @@ strategies.
 """
 
 from treebo.jenatton.fit import fit_leaf_gp
+from treebo.jenatton.leaf_gp import LeafGP
 from treebo.jenatton.leaves import LeafLayout, SharedFeatures
-from treebo.jenatton.model import IndependentLeafGP, JenattonTreeGP, LeafGP
+from treebo.jenatton.model import IndependentLeafGP, JenattonTreeGP
 from treebo.jenatton.strategy import (
     IndependentLeafOptions,
     IndependentLeafStrategy,

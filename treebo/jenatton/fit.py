@@ -2,7 +2,7 @@ r"""Fitting the per-leaf models: maximum a posteriori hyper-parameters.
 
 [`fit_leaf_gp()`][treebo.jenatton.fit.fit_leaf_gp] maximizes
 $\log p(y \mid \theta) + \log p(\theta)$ (the closed-form marginal likelihood of
-[`LeafGP.marginal_log_likelihood()`][treebo.jenatton.model.LeafGP.marginal_log_likelihood]
+[`LeafGP.marginal_log_likelihood()`][treebo.jenatton.leaf_gp.LeafGP.marginal_log_likelihood]
 and its hyper-priors) over every leaf's lengthscales, output scale and mean,
 the noise and the shared coefficients' prior variance, jointly, by scipy's
 L-BFGS-B: one batched evaluation (and its gradient) per step, whatever the
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from scipy.optimize import minimize
 
-from treebo.jenatton.model import LeafGP
+from treebo.jenatton.leaf_gp import LeafGP
 
 #: The fit's default L-BFGS-B iterations.
 FIT_MAXITER = 100
@@ -27,7 +27,7 @@ def fit_leaf_gp(model: LeafGP, maxiter: int = FIT_MAXITER) -> LeafGP:
     """Fit ``model``'s hyper-parameters in place; returns it in eval mode.
 
     Args:
-        model: A [`LeafGP`][treebo.jenatton.model.LeafGP]
+        model: A [`LeafGP`][treebo.jenatton.leaf_gp.LeafGP]
             ([`JenattonTreeGP`][treebo.jenatton.model.JenattonTreeGP],
             [`IndependentLeafGP`][treebo.jenatton.model.IndependentLeafGP]).
         maxiter: L-BFGS-B iterations.

@@ -36,8 +36,8 @@ Example:
     >>> names = space.parameter_names
     >>> layout.num_leaves, [names[c] for c in layout.shared_columns]
     (4, ['r8', 'r9'])
-    >>> [[names[c] for c in row.nonzero()] for row in layout.own_columns]
-    [['x4'], ['x5'], ['x6'], ['x7']]
+    >>> [names[c] for row in layout.own_columns for c in row.nonzero()]  # by leaf
+    ['x4', 'x5', 'x6', 'x7']
 """
 
 from __future__ import annotations

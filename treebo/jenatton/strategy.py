@@ -29,7 +29,8 @@ from botorch.exceptions import ModelFittingError
 from botorch.sampling import SobolQMCNormalSampler
 
 from treebo.jenatton.fit import FIT_MAXITER, fit_leaf_gp
-from treebo.jenatton.model import IndependentLeafGP, JenattonTreeGP, LeafGP
+from treebo.jenatton.leaf_gp import LeafGP
+from treebo.jenatton.model import IndependentLeafGP, JenattonTreeGP
 from treebo.optim.tree_optimize import optimize_acqf_tree
 from treebo.space import ConfigurationError, TreeSpace
 from treebo.strategies.base import Observations, Proposal, Strategy, register_strategy
@@ -92,7 +93,7 @@ class JenattonTreeNonlinearOptions(JenattonTreeOptions):
 
 
 class _LeafStrategy(Strategy):
-    """Fit a [`LeafGP`][treebo.jenatton.model.LeafGP], then LogEI per leaf and
+    """Fit a [`LeafGP`][treebo.jenatton.leaf_gp.LeafGP], then LogEI per leaf and
     the best leaf (module docstring)."""
 
     def __init__(self, options: Any | None = None, **kwargs: Any) -> None:

@@ -4,6 +4,7 @@ from additive GPs over a graph."""
 
 from treebo.test_functions.additive import AdditiveGPFunction, additive_graph
 from treebo.test_functions.jenatton import (
+    PAPER_001_TREES,
     GeneralizedJenatton,
     Jenatton,
     generalized_jenatton_space,
@@ -13,6 +14,7 @@ from treebo.test_functions.model_selection import ModelSelection, model_selectio
 from treebo.test_functions.nonstationary import RKHS, Exp2D
 
 __all__ = [
+    "PAPER_001_TREES",
     "RKHS",
     "AdditiveGPFunction",
     "Exp2D",

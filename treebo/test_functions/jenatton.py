@@ -20,8 +20,19 @@ optimum at a corner). $f^* = 0.1$.
 **Generalized Jenatton trees, P2.** A binary tree; each internal node ``n``
 owns a shared $r_n \in [0, 1]$ and a binary choice, each leaf ``l`` a
 private $x_l \in [-1, 1]$ and the constant $c_l = 0.1\,\mathrm{rank}(l)$
-(leaves ranked in BFS order from 1): $f = x_l^2 + c_l + \sum_{n} r_n$ over
-the internal nodes on the path. $f^* = 0.1$.
+(leaves ranked in BFS order from 1): $f = x_l^2 + c_l + \sum_{n} s(r_n)$ over
+the internal nodes on the path, with the shared variables entering linearly,
+$s(r) = r$, or quadratically, $s(r) = 4 (r - 1/2)^2$ (best inside the box),
+or not at all (no $r_n$). $f^* = 0.1$.
+
+The test trees of Jenatton et al.'s supplement (paper 001:
+small and large, balanced and unbalanced, with no, linear or quadratic
+shared variables) are listed in
+[`PAPER_001_TREES`][treebo.test_functions.jenatton.PAPER_001_TREES]. The
+paper does not give its constants; ours follow the construction above (the
+quadratic form is ours; "small" has depth 3: 4 balanced or 3 unbalanced
+leaves; "large" has 8 balanced leaves (depth 4) or 9 unbalanced ones, the
+paper's leaf counts).
 """
 
 from __future__ import annotations
@@ -126,11 +137,20 @@ class Jenatton(_TreeTestFunction):
         return torch.where(x1 < 0.5, left, right)
 
 
-def generalized_jenatton_space(depth: int = 4, balanced: bool = True) -> TreeSpace:
+#: How the shared variables enter a generalized Jenatton tree.
+SHARED_FORMS = ("linear", "quadratic", "none")
+
+
+def generalized_jenatton_space(
+    depth: int = 4, balanced: bool = True, shared: str = "linear"
+) -> TreeSpace:
     """Space of the generalized Jenatton tree (see
-    [`GeneralizedJenatton`][treebo.test_functions.jenatton.GeneralizedJenatton])."""
+    [`GeneralizedJenatton`][treebo.test_functions.jenatton.GeneralizedJenatton]);
+    with ``shared="none"`` the internal nodes own no variable."""
     if depth < 2:
         raise ValueError(f"depth must be >= 2, got {depth}.")
+    if shared not in SHARED_FORMS:
+        raise ValueError(f"shared must be one of {SHARED_FORMS}, got {shared!r}.")
     counter = {"internal": 0, "leaf": 0}
 
     def build(level: int) -> Vertex:
@@ -144,19 +164,22 @@ def generalized_jenatton_space(depth: int = 4, balanced: bool = True) -> TreeSpa
             children = {0: build(level + 1), 1: build(level + 1)}
         else:
             children = {0: build(depth), 1: build(level + 1)}
-        return Vertex([Real(f"r{n}", 0.0, 1.0)], [Choice(f"c{n}", children)])
+        params = [] if shared == "none" else [Real(f"r{n}", 0.0, 1.0)]
+        return Vertex(params, [Choice(f"c{n}", children)])
 
     return TreeSpace(build(1))
 
 
 class GeneralizedJenatton(_TreeTestFunction):
-    r"""Generalized Jenatton tree (P2): $x_l^2 + c_l + \sum r_n$ (minimize).
+    r"""Generalized Jenatton tree (P2): $x_l^2 + c_l + \sum s(r_n)$ (minimize).
 
     Args:
         depth: Number of levels including the leaves. Balanced: ``2^(depth-1)``
             leaves; unbalanced (one child of every internal node is a leaf):
             ``depth`` leaves.
         balanced: Balanced or unbalanced tree.
+        shared: How the shared variables enter: ``"linear"`` ($s(r) = r$),
+            ``"quadratic"`` ($s(r) = 4 (r - 1/2)^2$) or ``"none"``.
         noise_std: Observation noise standard deviation.
         negate: Negate the function.
     """
@@ -170,9 +193,10 @@ class GeneralizedJenatton(_TreeTestFunction):
         noise_std: float | None = None,
         negate: bool = False,
         dtype: torch.dtype = torch.float64,
+        shared: str = "linear",
     ) -> None:
-        self.space = generalized_jenatton_space(depth, balanced)
-        self.depth, self.balanced = depth, balanced
+        self.space = generalized_jenatton_space(depth, balanced, shared)
+        self.depth, self.balanced, self.shared = depth, balanced, shared
         self.dim = self.space.dim
         self._bounds = [tuple(b) for b in self.space.bounds.T.tolist()]
         self.continuous_inds = self.space.continuous_columns
@@ -191,13 +215,38 @@ class GeneralizedJenatton(_TreeTestFunction):
         path = int(torch.nonzero(tree.path_vertex_mask[:, best_leaf])[0])
         x = self.space.set_paths(self.space.bounds[:1].clone(), torch.tensor([path]))
         x[0, self._vertex_col[best_leaf]] = 0.0
+        if shared == "quadratic":
+            internal = (~is_leaf).nonzero().flatten()
+            x[0, self._vertex_col[internal]] = 0.5
         self._optimizers = [tuple(x[0].tolist())]
         super().__init__(noise_std=noise_std, negate=negate, dtype=dtype)
 
     def _evaluate_true(self, X: Tensor) -> Tensor:
         tree = self.space.tree
         active = tree.vertex_activity(X).to(X)  # n x V
-        value = X[..., self._vertex_col.to(X.device)]  # n x V
+        value = X[..., self._vertex_col.to(X.device).clamp_min(0)]  # n x V
         is_leaf = self._is_leaf.to(X.device)
-        term = torch.where(is_leaf, value.pow(2) + self._leaf_const.to(X), value)
+        if self.shared == "linear":
+            inner = value
+        elif self.shared == "quadratic":
+            inner = 4.0 * (value - 0.5).square()
+        else:
+            inner = torch.zeros_like(value)
+        term = torch.where(is_leaf, value.pow(2) + self._leaf_const.to(X), inner)
         return (active * term).sum(-1)
+
+
+#: The test trees of Jenatton et al.'s supplement (paper 001), by name
+#: (``"{small|large}_{balanced|unbalanced}_{none|linear|quadratic}"``):
+#: ``(depth, balanced, shared)`` arguments of
+#: [`GeneralizedJenatton`][treebo.test_functions.jenatton.GeneralizedJenatton].
+PAPER_001_TREES: dict[str, tuple[int, bool, str]] = {
+    f"{size}_{'balanced' if balanced else 'unbalanced'}_{shared}": (
+        depth if balanced or size == "small" else 9,
+        balanced,
+        shared,
+    )
+    for size, depth in (("small", 3), ("large", 4))
+    for balanced in (True, False)
+    for shared in ("none", "linear", "quadratic")
+}

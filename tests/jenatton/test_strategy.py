@@ -1,0 +1,70 @@
+"""The loop's strategies for the per-leaf models."""
+
+from __future__ import annotations
+
+import pytest
+
+from treebo import Choice, Integer, Real, TreeOptimizer, TreeSpace, Vertex, minimize
+from treebo.jenatton import (
+    IndependentLeafGP,
+    JenattonTreeGP,
+    JenattonTreeNonlinearOptions,
+    JenattonTreeOptions,
+)
+from treebo.space import ConfigurationError
+from treebo.test_functions import Jenatton
+
+PROBLEM = Jenatton()
+
+
+@pytest.mark.parametrize(
+    "model, expected",
+    [
+        ("jenatton_tree", JenattonTreeGP),
+        ("jenatton_tree_nonlinear", JenattonTreeGP),
+        ("independent", IndependentLeafGP),
+    ],
+)
+def test_each_model_proposes_valid_configurations(model, expected):
+    opt = TreeOptimizer(PROBLEM.space, model=model, seed=0, n_initial=5)
+    for _ in range(7):
+        params = opt.ask()
+        PROBLEM.space.validate(params)
+        opt.tell(params, PROBLEM.objective(params))
+    assert [t.kind for t in opt.history].count("bo") == 2
+    fitted = opt.strategy.last_model
+    assert type(fitted) is expected
+    assert (fitted.features is not None) == (model != "independent")
+    if model == "jenatton_tree_nonlinear":
+        assert fitted.features.nonlinear and fitted.features.num_outputs == 2 * 75
+
+
+def test_pending_configurations_get_distinct_proposals():
+    opt = TreeOptimizer(PROBLEM.space, model="jenatton_tree", seed=0, n_initial=5)
+    for _ in range(5):
+        params = opt.ask()
+        opt.tell(params, PROBLEM.objective(params))
+    first, second = opt.ask(), opt.ask()  # the second with the first pending
+    assert first != second
+    assert [p for p in opt.pending] == [first, second]
+
+
+def test_options_name_their_strategy():
+    assert TreeOptimizer(PROBLEM.space, model=JenattonTreeOptions()).strategy.name == (
+        "jenatton_tree"
+    )
+    nonlinear = TreeOptimizer(
+        PROBLEM.space, model=JenattonTreeNonlinearOptions(num_features=5)
+    ).strategy
+    assert nonlinear.name == "jenatton_tree_nonlinear"
+    with pytest.raises(ValueError, match="num_features"):
+        JenattonTreeOptions(num_features=0)
+
+
+def test_spaces_with_other_than_real_parameters_are_refused_by_name():
+    space = TreeSpace(
+        Vertex(choices=[Choice("m", {"a": Vertex([Integer("k", 1, 5)]),
+                                     "b": Vertex([Real("x", 0.0, 1.0)])})])
+    )  # fmt: skip
+    with pytest.raises(ConfigurationError, match="'k'"):
+        minimize(lambda p: 0.0, space, budget=2, model="jenatton_tree")
