@@ -49,6 +49,26 @@ SUITES: dict[str, Suite] = {
         50,
         (25, 50),
     ),
+    "jenatton": Suite(
+        "Jenatton et al.'s tree model and independent GPs (P1, paper 001's trees)",
+        "Add-Tree (treebo's loop and the paper's UCB loop) against Jenatton et "
+        "al.'s semi-parametric ``tree`` and ``tree-nonlinear`` models and "
+        "independent GPs per leaf (each with LogEI per leaf, then the best "
+        "leaf), on P1(a) and paper 001's small balanced trees with shared "
+        "variables entering linearly or quadratically; log10 regret.",
+        ("p1a", "t_small_balanced_linear", "t_small_balanced_quadratic"),
+        (
+            "treebo",
+            "treebo_ucb_paper",
+            "jenatton_tree",
+            "jenatton_tree_nonlinear",
+            "independent",
+            "random",
+        ),
+        TEN,
+        60,
+        (20, 40, 60),
+    ),
     "validation": Suite(
         "Validation suite: other tree shapes",
         "Flags, kinks, noise, shared parameters and an unbalanced tree "

@@ -59,6 +59,9 @@ PRESETS: dict[str, Callable[[], Any]] = {
         kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True)
     ),
     "treebo_plain": lambda: AddTreeOptions(kernel=AddTreeKernelOptions()),
+    "jenatton_tree": lambda: "jenatton_tree",
+    "jenatton_tree_nonlinear": lambda: "jenatton_tree_nonlinear",
+    "independent": lambda: "independent",
     "treebo_eps": lambda: EpsilonGreedy(),
     "treebo_inherit_eps": lambda: EpsilonGreedy(
         AddTreeOptions(kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True))

@@ -10,6 +10,8 @@ cross-validated error). Validation problems also have ``true_value``,
 =================  ==========================================================
 ``p1a``, ``p1b``   Jenatton et al. as in the Add-Tree paper and as in Ax
 ``p2``             balanced depth-4 tree (15 vertices, 8 leaves)
+``t_*``            the test trees of paper 001: small/large, balanced/
+                   unbalanced, shared variables none/linear/quadratic
 ``v_*``            validation suite: other tree shapes (:mod:`.validation`)
 ``flags12``,       tuning-shaped spaces: flags, integers, categoricals
 ``recipe_*``       (:mod:`.tuning`)
@@ -28,7 +30,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from treebo.test_functions import GeneralizedJenatton, Jenatton, ModelSelection
+from treebo.test_functions import (
+    PAPER_001_TREES,
+    GeneralizedJenatton,
+    Jenatton,
+    ModelSelection,
+)
 
 from .nonstationary import NONSTATIONARY_PROBLEMS
 from .real_tasks import REAL_TASKS
@@ -39,6 +46,14 @@ PROBLEMS: dict[str, Callable[[], Any]] = {
     "p1a": lambda: Jenatton("paper"),
     "p1b": lambda: Jenatton("ax"),
     "p2": lambda: GeneralizedJenatton(depth=4, balanced=True),
+    **{
+        f"t_{name}": (
+            lambda depth=depth, balanced=balanced, shared=shared: GeneralizedJenatton(
+                depth, balanced, shared=shared
+            )
+        )
+        for name, (depth, balanced, shared) in PAPER_001_TREES.items()
+    },
     **VALIDATION_PROBLEMS,
     **TUNING_PROBLEMS,
     **NONSTATIONARY_PROBLEMS,
