@@ -3,8 +3,10 @@
 Training points come from P1(a) with Bernoulli(0.5) choices and uniform values;
 the test MSE is measured on 50 fresh points, for several training sizes and
 seeds. Models: AddTreeGP, BoTorch's HierarchicalConditionalKernelGP, a
-SingleTaskGP on the flattened space, and independent per-leaf GPs (one
-SingleTaskGP per path on that path's active continuous columns). Each can be
+SingleTaskGP on the flattened space, independent per-leaf GPs (one
+SingleTaskGP per path on that path's active continuous columns), and
+treebo's batched per-leaf models: ``leaf_gp`` (IndependentLeafGP),
+``jenatton_tree`` and ``jenatton_tree_nonlinear`` (JenattonTreeGP). Each can be
 fitted by marginal likelihood (the default) or, with the suffix ``_loo``, by
 leave-one-out likelihood with a 1e-6 noise floor; ``add_tree_shared`` shares one
 lengthscale and one output scale across all vertices (paper 000's single
@@ -18,6 +20,11 @@ Usage::
     python -m benchmarks.experiments.regression_p3 --sizes 8,12,16,20,24,32,44 \
         --seeds 0-9 \
         --methods add_tree,add_tree_shared_loo,hck,hck_loo,flat,flat_loo,independent
+    python -m benchmarks.experiments.regression_p3 \
+        --sizes 10,16,20,24,30,36,44,52,60 --seeds 0-19 \
+        --methods add_tree,jenatton_tree,jenatton_tree_nonlinear,leaf_gp \
+        --out benchmarks/records/p3_regression.jsonl \
+        --plot benchmarks/plots/p3_regression.png
 """
 
 from __future__ import annotations
@@ -35,7 +42,14 @@ from botorch.models import SingleTaskGP
 from botorch.models.hierarchical import HierarchicalConditionalKernelGP
 from botorch.models.transforms.input import Normalize
 
-from treebo.models import AddTreeGP, fit_model, noise_floor_likelihood
+from treebo.models import (
+    AddTreeGP,
+    IndependentLeafGP,
+    JenattonTreeGP,
+    fit_leaf_gp,
+    fit_model,
+    noise_floor_likelihood,
+)
 from treebo.test_functions import Jenatton
 
 FALLBACKS: list[str] = []  # fits that failed, for the record of the current cell
@@ -79,6 +93,15 @@ def test_mse(method: str, problem: Jenatton, X, Y, Xt, Yt) -> float:
     """
     space = problem.space
     deps = space.to_hierarchical_dependencies()
+    if method in ("jenatton_tree", "jenatton_tree_nonlinear", "leaf_gp"):
+        if method == "leaf_gp":
+            leaf_model = IndependentLeafGP(X, Y, space)
+        else:
+            leaf_model = JenattonTreeGP(
+                X, Y, space, nonlinear=method.endswith("nonlinear")
+            )
+        pred = predict(fit_leaf_gp(leaf_model), Xt)
+        return float((pred - Yt.squeeze(-1)).pow(2).mean())
     base, *suffixes = method.split("_")
     unknown = set(suffixes) - {"shared", "loo", "tree", "bias", "shc"}
     if unknown:
@@ -165,12 +188,15 @@ def main() -> None:
     parser.add_argument("--methods", default="add_tree,hck,flat,independent")
     parser.add_argument("--out", default="benchmarks/experiments/records/p3.jsonl")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--plot", help="write the median MSE against n to this PNG")
     parser.add_argument(
         "--tables-only", action="store_true", help="print the tables of --out"
     )
     args = parser.parse_args()
     if args.tables_only:
         print_tables(Path(args.out))
+        if args.plot:
+            plot(Path(args.out), Path(args.plot))
         return
     torch.set_num_threads(args.threads)
     lo, hi = (int(v) for v in args.seeds.split("-"))
@@ -211,6 +237,37 @@ def main() -> None:
                         + "\n"
                     )
     print_tables(out)
+    if args.plot:
+        plot(out, Path(args.plot))
+
+
+def plot(path: Path, png: Path) -> None:
+    """Median test MSE (and quartiles) against the training size, per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    results: dict[str, dict[int, list[float]]] = {}
+    for line in path.read_text().splitlines():
+        r = json.loads(line)
+        results.setdefault(r["method"], {}).setdefault(r["n"], []).append(r["mse"])
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for method, by_n in results.items():
+        sizes = sorted(by_n)
+        q = np.array([np.percentile(by_n[n], [25, 50, 75]) for n in sizes])
+        ax.plot(sizes, q[:, 1], marker="o", label=method)
+        ax.fill_between(sizes, q[:, 0], q[:, 2], alpha=0.15)
+    ax.axhline(1e-4, color="k", ls=":", lw=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("training points")
+    ax.set_ylabel("test MSE (median, quartiles)")
+    ax.set_title("P3: regression on Jenatton data")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=100)
 
 
 def print_tables(path: Path) -> None:

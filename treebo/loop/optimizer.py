@@ -72,7 +72,10 @@ class TreeOptimizer:
         model: The strategy: a registered name (``"add_tree"``, the default:
             LogEI on an [`AddTreeGP`][treebo.add_tree.model.AddTreeGP];
             ``"add_tree_ucb"``: Add-Tree-GP-UCB; ``"tree_additive"``;
-            ``"treed"``), a strategy's options object, which names it (e.g.
+            ``"treed"``; ``"jenatton_tree"``, ``"jenatton_tree_nonlinear"``,
+            ``"independent"``: the baselines of
+            ``treebo.jenatton``), a strategy's options
+            object, which names it (e.g.
             ``AddTreeOptions(noise_floor=1e-4)``), or a
             [`Strategy`][treebo.strategies.base.Strategy] (which also sets the device
             and dtype of the models: ``AddTreeStrategy(device="cuda")``).
