@@ -13,7 +13,11 @@ from benchmarks import harness, report
 from benchmarks.experiments.median_ranking import lowest_median_probability
 from benchmarks.methods import botorch_peers, method_names, run_method
 from benchmarks.methods.treebo import PRESETS
-from benchmarks.perf.parallel_workers import slow_objective, table
+from benchmarks.perf.parallel_workers import (
+    slow_objective,
+    table,
+    time_to_target_table,
+)
 from benchmarks.problems import PROBLEMS
 from benchmarks.stats import (
     group_runs,
@@ -95,11 +99,39 @@ def test_parallel_workers_table_pairs_seeds_with_one_worker():
         record(3, 1, 20.0, 1e-5),
         record(12, 0, 10.0, 1e-2),
     ]
-    rows = table(records).splitlines()[2:]
+    rows = table(records, 3).splitlines()[2:]
     # Workers sort numerically; ratios are paired seed by seed (2.5x and 4x).
     assert [row.split("|")[1].strip() for row in rows] == ["1", "3", "12"]
     assert rows[1].split("|")[3:7] == [" 30 ", " 3.25x ", " -4.50 ", " 1 / 1 / 0 (1) "]
     assert rows[2].split("|")[4:7] == [" 10.00x ", " -2.00 ", " 0 / 0 / 1 (1) "]
+
+
+def test_time_to_target_reads_when_more_workers_first_reach_one_workers_best():
+    one = {
+        "method": "dask1",
+        "seed": 0,
+        "values": [3.0, 2.0, 1.0, 0.5],
+        "told_seconds": [10.0, 20.0, 30.0, 40.0],
+        "run_seconds": 41.0,
+        "optimal_value": 0.0,
+    }
+    eight = {
+        "method": "dask8",
+        "seed": 0,
+        "values": [2.5, 0.9, 0.4, 0.1, 0.05],
+        "told_seconds": [2.0, 4.0, 5.0, 6.0, 7.0],
+        "run_seconds": 8.0,
+        "optimal_value": 0.0,
+    }
+    # One worker's best after 3 evaluations is 1.0 at 30 s; eight workers
+    # reach it at their 2nd evaluation, 4 s: 0.13 of the time.
+    row = time_to_target_table([one, eight], 3).splitlines()[2]
+    assert row.split("|")[1:7] == [" 8 ", " 0 ", " 1 ", " 30 ", " 4 (2) ", " 0.13 "]
+    # The first table reads the time of the budget-th evaluation.
+    rows = table([one, eight], 3).splitlines()[2:]
+    assert rows[1].split("|")[3:5] == [" 5 ", " 6.00x "]
+    never = dict(eight, values=[5.0] * 5)
+    assert "not reached in 5" in time_to_target_table([one, never], 3)
 
 
 def test_slow_objective_waits_in_proportion_and_returns_the_value(monkeypatch):
