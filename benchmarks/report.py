@@ -232,6 +232,12 @@ TIMINGS = (
         None,
     ),
     (
+        "dask_workers",
+        "Workers on a local Dask cluster: time to one worker's result",
+        "python -m benchmarks.perf.parallel_workers --executor dask",
+        None,
+    ),
+    (
         "fault_injection",
         "Killed runs resumed from their checkpoint",
         "python -m benchmarks.fault_injection",
@@ -243,7 +249,7 @@ TIMINGS = (
 def timings(perf_dir: Path) -> list[str]:
     """The sections of the timing and robustness records."""
     from .perf import tables
-    from .perf.parallel_workers import table as workers_table
+    from .perf.parallel_workers import report_tables as workers_table
 
     parts = []
     for name, heading, command, function in TIMINGS:

@@ -204,6 +204,28 @@ def time_to_target_table(records: list[dict], budget: int) -> str:
     return "\n".join(lines)
 
 
+def report_tables(records: list[dict]) -> str:
+    """Both tables for every problem, evaluation time and executor of
+    ``records`` (the budget: that of the one-worker runs)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        executor = "dask" if r["method"].startswith("dask") else "threads"
+        groups.setdefault((r["problem"], r["eval_seconds"], executor), []).append(r)
+    parts = []
+    for (problem, seconds, executor), group in sorted(groups.items()):
+        budget = min(r["budget"] for r in group)
+        parts += [
+            f"{problem}, {executor}, evaluations of {seconds:g} s on average "
+            f"(0.5x to 1.5x), {budget} evaluations:",
+            "",
+            table(group, budget),
+            "",
+        ]
+        if any(r.get("told_seconds") for r in group):
+            parts += [time_to_target_table(group, budget), ""]
+    return "\n".join(parts).rstrip()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problem", default="p1a", choices=sorted(PROBLEMS))
