@@ -30,6 +30,7 @@ from .stats import (
     mean_ranks,
     on_wrong_branch,
     paired_counts,
+    paired_wilcoxon,
     pooled_wilcoxon,
     quartiles,
     sign_test,
@@ -131,7 +132,10 @@ def paired_table(suite: Suite, runs: dict) -> list[str]:
                     cells.append("-")
                 else:
                     p = sign_test(lower, higher)
-                    cells.append(f"{lower} / {equal} / {higher} (p = {p:.2g})")
+                    w = paired_wilcoxon(peer, ours, c)
+                    cells.append(
+                        f"{lower} / {equal} / {higher} (p = {p:.2g}; W {w:.2g})"
+                    )
             lines.append(f"| {problem} | {method} | " + " | ".join(cells) + " |")
     return lines
 
@@ -292,7 +296,8 @@ def report(
             "",
             *summary_table(suite, runs),
             "",
-            f"Paired, seed by seed: {suite.methods[0]} lower / equal / higher.",
+            f"Paired, seed by seed: {suite.methods[0]} lower / equal / higher "
+            "(sign test p; W: Wilcoxon signed-rank p).",
             "",
             *paired_table(suite, runs),
             "",

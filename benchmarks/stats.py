@@ -78,6 +78,35 @@ def sign_test(wins: int, losses: int) -> float:
 TIE_LOG10 = 1e-3
 
 
+#: Log10 regrets are clipped here for the signed-rank test: below it they are
+#: round-off of the optimum (1e-16 of f* ~ 0.1), and -inf has no rank.
+WILCOXON_FLOOR = -16.0
+
+
+def paired_wilcoxon(
+    base: dict[int, np.ndarray], other: dict[int, np.ndarray], checkpoint: int
+) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of ``other`` against ``base``
+    after ``checkpoint`` evaluations, over the seeds both reached it on (log10
+    regrets clipped at ``WILCOXON_FLOOR``; ties within ``TIE_LOG10`` count as
+    zero differences, split between the signs)."""
+    from scipy.stats import wilcoxon
+
+    seeds = [
+        s
+        for s in sorted(base.keys() & other.keys())
+        if len(base[s]) >= checkpoint and len(other[s]) >= checkpoint
+    ]
+    if not seeds:
+        return 1.0
+    a = np.array([base[s][checkpoint - 1] for s in seeds]).clip(min=WILCOXON_FLOOR)
+    b = np.array([other[s][checkpoint - 1] for s in seeds]).clip(min=WILCOXON_FLOOR)
+    d = np.where(np.abs(b - a) <= TIE_LOG10, 0.0, b - a)
+    if not d.any():
+        return 1.0
+    return float(wilcoxon(d, zero_method="zsplit").pvalue)
+
+
 def paired_counts(
     base: dict[int, np.ndarray],
     other: dict[int, np.ndarray],

@@ -356,7 +356,24 @@ def test_the_report_regenerates_every_table_from_a_small_record_set(tmp_path):
     # quartiles (-6 + -4) / 2 and (-4 + -0.05) / 2.
     assert "| p1a | **treebo** | 3 | -4.00 [-5.00, -2.02] |" in text
     # @50: treebo -6, -0.05, -4 against HCK -0.05, -0.05, -8.
-    assert "| p1a | hck_logei | 2 / 1 / 0 (p = 0.5) | 1 / 1 / 1 (p = 1) |" in text
+    assert (
+        "| p1a | hck_logei | 2 / 1 / 0 (p = 0.5; W 0.5) | 1 / 1 / 1 (p = 1; W 1) |"
+        in text
+    )
+
+
+def test_paired_wilcoxon_ranks_differences_and_clips_round_off():
+    from benchmarks.stats import paired_wilcoxon
+
+    base = {s: np.array([-2.0, -3.0]) for s in range(8)}
+    better = {s: np.array([-2.0, -3.5 - s]) for s in range(8)}
+    # Eight lower of eight: the exact two-sided p is 2 / 2^8.
+    assert paired_wilcoxon(base, better, 2) == pytest.approx(2 / 256)
+    assert paired_wilcoxon(base, better, 1) == 1.0  # all equal at 1
+    # Below 1e-16 everything is round-off: -inf and -20 are equal.
+    floor = {s: np.array([-np.inf]) for s in range(6)}
+    deeper = {s: np.array([-20.0 - s]) for s in range(6)}
+    assert paired_wilcoxon(floor, deeper, 1) == 1.0
 
 
 def _runs(table: dict[tuple[str, str], list[list[float]]]) -> dict:
