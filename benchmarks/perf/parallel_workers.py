@@ -158,7 +158,8 @@ def table(records: list[dict], budget: int) -> str:
         )
         lines.append(
             f"| {workers_of(method)} | {len(seeds)} | {statistics.median(walls):.0f} | "
-            f"{statistics.median(ratios):.2f}x | {statistics.median(regrets):.2f} | "
+            f"{f'{statistics.median(ratios):.2f}x' if ratios else '-'} | "
+            f"{statistics.median(regrets):.2f} | "
             f"{lower} / {len(paired) - lower - higher} / {higher} "
             f"({sign_test(lower, higher):.2g}) |"
         )
