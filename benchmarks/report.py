@@ -308,9 +308,59 @@ def report(
             parts += [f"![{suite.title}](plots/{name}.png)", ""]
     parts += hpob_section(records_dir / "hpob.jsonl")
     parts += outlier_section(records_dir / "outlier.jsonl")
+    parts += regression_section(records_dir / "p3_regression.jsonl")
     if perf_dir is not None:
         parts += timings(perf_dir)
     return "\n".join(parts)
+
+
+def regression_section(path: Path) -> list[str]:
+    """P3: median test MSE against the training size, per model, and the
+    fewest points at which each model's median reaches 1e-4 (records of
+    :mod:`benchmarks.experiments.regression_p3`)."""
+    records = load_records([path])
+    if not records:
+        return []
+    mse: dict[str, dict[int, list[float]]] = {}
+    for r in records:
+        mse.setdefault(r["method"], {}).setdefault(r["n"], []).append(r["mse"])
+    methods = list(mse)
+    sizes = sorted({n for by_n in mse.values() for n in by_n})
+    seeds = sorted({r["seed"] for r in records})
+    dates = sorted({r.get("date", "") for r in records} - {""})
+    lines = [
+        "## Regression on Jenatton data (P3)",
+        "",
+        "Paper 000, Sec. 5.1: models fitted to P1(a) configurations with "
+        "Bernoulli(0.5) choices and uniform values; test MSE on 50 fresh points, "
+        f"median over seeds {seeds[0]}-{seeds[-1]} (one data draw each).",
+        "",
+        "`python -m benchmarks.experiments.regression_p3 --sizes "
+        + ",".join(map(str, sizes))
+        + f" --seeds {seeds[0]}-{seeds[-1]} --methods "
+        + ",".join(methods)
+        + " --out benchmarks/records/p3_regression.jsonl --plot "
+        "benchmarks/plots/p3_regression.png`. Records of "
+        + (f"{dates[0]} to {dates[-1]}." if len(dates) > 1 else f"{dates[0]}."),
+        "",
+        "| n | " + " | ".join(methods) + " |",
+        "|---|" + "---|" * len(methods),
+    ]
+    for n in sizes:
+        cells = [f"{np.median(mse[m][n]):.1e}" if n in mse[m] else "-" for m in methods]
+        lines.append(f"| {n} | " + " | ".join(cells) + " |")
+    reach = [
+        next((str(n) for n in sizes if n in mse[m] and np.median(mse[m][n]) <= 1e-4),
+             f"> {sizes[-1]}")
+        for m in methods
+    ]  # fmt: skip
+    lines += [
+        "| median MSE <= 1e-4 from | " + " | ".join(reach) + " |",
+        "",
+        "![P3](plots/p3_regression.png)",
+        "",
+    ]
+    return lines
 
 
 def outlier_section(path: Path) -> list[str]:
