@@ -126,7 +126,7 @@ def test_time_to_target_reads_when_more_workers_first_reach_one_workers_best():
     # One worker's best after 3 evaluations is 1.0 at 30 s; eight workers
     # reach it at their 2nd evaluation, 4 s: 0.13 of the time.
     row = time_to_target_table([one, eight], 3).splitlines()[2]
-    assert row.split("|")[1:7] == [" 8 ", " 0 ", " 1 ", " 30 ", " 4 (2) ", " 0.13 "]
+    assert row.split("|")[1:7] == [" 8 ", " 0 ", " 0.00 ", " 30 ", " 4 (2) ", " 0.13 "]
     # The first table reads the time of the budget-th evaluation.
     rows = table([one, eight], 3).splitlines()[2:]
     assert rows[1].split("|")[3:5] == [" 5 ", " 6.00x "]

@@ -1,12 +1,11 @@
 """Re-exports that load on first use.
 
-A package of the shared core (``treebo.optim``, ``treebo.strategies``) also
-offers the model families' names at its BoTorch-style path
-(``treebo.optim.optimize_add_tree_ucb``). The families import that package, so
-it cannot import them when it loads; [`lazy_exports()`][treebo._exports.lazy_exports]
-gives it a module
-``__getattr__`` (PEP 562) that imports a family's module when one of its names
-is first read.
+A package of the shared core (``treebo.optim``, ``treebo.strategies``) also offers the
+model families' names at its BoTorch-style path
+(``treebo.optim.optimize_add_tree_ucb``). The families import that package, so it cannot
+import them when it loads; [`lazy_exports()`][treebo._exports.lazy_exports] gives it a
+module ``__getattr__`` (PEP 562) that imports a family's module when one of its names is
+first read.
 """
 
 from __future__ import annotations

@@ -8,11 +8,10 @@
     treebo plot run.jsonl --space space.yaml --out run.png
     treebo demo
 
-``run`` resumes from its checkpoint when the same command is given again
-(a larger ``--budget`` goes on). The objective is a ``module:function``
-that takes a dict of active parameters and returns a float; the space is a
-JSON/YAML file ([`treebo.space.spec`][treebo.space.spec]) or a ``module:attribute``
-path.
+``run`` resumes from its checkpoint when the same command is given again (a larger
+``--budget`` goes on). The objective is a ``module:function`` that takes a dict of
+active parameters and returns a float; the space is a JSON/YAML file
+([`treebo.space.spec`][treebo.space.spec]) or a ``module:attribute`` path.
 ``python -m treebo`` is the same command.
 
 Example:

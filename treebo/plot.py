@@ -1,11 +1,9 @@
 """Plots of runs: best value so far, trials by path, paths, the tree, and timing.
 
 Each function takes [`OptimizationResult`][treebo.loop.history.OptimizationResult]
-objects (what
-[`minimize()`][treebo.loop.run.minimize] and ``TreeOptimizer.result()`` return) and
-returns
-a matplotlib ``Figure``; pass ``ax`` to draw into an existing axes instead.
-matplotlib is an optional dependency (``pip install "treebo[plot]"``).
+objects (what [`minimize()`][treebo.loop.run.minimize] and ``TreeOptimizer.result()``
+return) and returns a matplotlib ``Figure``; pass ``ax`` to draw into an existing axes
+instead. matplotlib is an optional dependency (``pip install "treebo[plot]"``).
 
 Example:
     >>> import matplotlib
@@ -180,9 +178,9 @@ def vertex_statistics(
     the best value among them.
 
     Returns:
-        ``(counts, best)``, two arrays of length ``V`` (vertices in
-        ``space.tree``'s breadth-first order); ``best`` is NaN where no
-        evaluation through the vertex succeeded.
+        ``(counts, best)``, two arrays of length ``V`` (vertices in ``space.tree``'s
+        breadth-first order); ``best`` is NaN where no evaluation through the vertex
+        succeeded.
     """
     tree = space.tree
     if not result.history:
@@ -226,8 +224,8 @@ def plot_tree(
     ax: Any = None,
 ) -> Any:
     """The search space as a tree: each vertex with the condition that
-    activates it, its parameters, its share of the evaluations and the best
-    value among them (shaded by share).
+    activates it, its parameters, its share of the evaluations and the best value among
+    them (shaded by share).
 
     Args:
         result: A run.

@@ -174,7 +174,7 @@ def time_to_target_table(records: list[dict], budget: int) -> str:
     methods = sorted({r["method"] for r in records}, key=workers_of)
     base = methods[0]
     lines = [
-        f"| workers | seed | {base}: best @{budget} | {base}: s | "
+        f"| workers | seed | {base}: log10 regret @{budget} | {base}: s | "
         "this: s to reach it (evaluations) | fraction of {base}'s time |".replace(
             "{base}", base
         ),
@@ -199,7 +199,8 @@ def time_to_target_table(records: list[dict], budget: int) -> str:
                 seconds = seconds_at(record, reached)
                 cells = f"{seconds:.0f} ({reached}) | {seconds / base_seconds:.2f} |"
             lines.append(
-                f"| {workers_of(method)} | {seed} | {target:.4g} | "
+                f"| {workers_of(method)} | {seed} | "
+                f"{log10_regret(by[base, seed], budget):.2f} | "
                 f"{base_seconds:.0f} | {cells}"
             )
     return "\n".join(lines)

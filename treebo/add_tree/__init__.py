@@ -1,12 +1,12 @@
 """Add-Tree: GPs over conditional search spaces (Ma & Blaschko, 2020).
 
 One family, one folder: the kernel
-([`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel], a sum of
-per-vertex kernels gated by the activity of each vertex), the model
+([`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel], a sum of per-vertex kernels
+gated by the activity of each vertex), the model
 ([`AddTreeGP`][treebo.add_tree.model.AddTreeGP]), the per-vertex UCB
-([`AddTreeUCB`][treebo.add_tree.ucb.AddTreeUCB]) and its
-optimizer (Algorithm 2), the local refinement of the incumbent, and the loop's
-two strategies (``"add_tree"``: LogEI; ``"add_tree_ucb"``: Add-Tree-GP-UCB).
+([`AddTreeUCB`][treebo.add_tree.ucb.AddTreeUCB]) and its optimizer (Algorithm 2), the
+local refinement of the incumbent, and the loop's two strategies (``"add_tree"``: LogEI;
+``"add_tree_ucb"``: Add-Tree-GP-UCB).
 """
 
 from treebo.add_tree.kernel import AddTreeKernel

@@ -1,8 +1,8 @@
 r"""The feature map of each vertex: numeric values and one-hot categoricals.
 
 Vertex $v$ of an [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel] owns parameter
-columns: numeric ones (real and integer parameters, ordered categoricals) and
-unordered categorical ones. Its features at a point $x$ are
+columns: numeric ones (real and integer parameters, ordered categoricals) and unordered
+categorical ones. Its features at a point $x$ are
 
 - $x_c / \ell_{v,c}$ for a numeric column $c$;
 - $[x_c = a] / (\sqrt2\,\ell_{v,c})$ for each value $a$ of a
@@ -15,11 +15,10 @@ $$
 + \sum_{c\ \mathrm{categorical}} \frac{[x_c \ne x'_c]}{\ell_{v,c}^2}.
 $$
 
-A stationary correlation of this distance is an RBF (or Matern) kernel of the
-numeric values times a delta-type kernel
-$\exp(-[x_c \ne x'_c] / 2\ell_{v,c}^2)$ per categorical for the RBF: a
-categorical interacts with the vertex's other parameters, and the whole is PSD
-because it is a stationary kernel of a feature map. Each column keeps one
+A stationary correlation of this distance is an RBF (or Matern) kernel of the numeric
+values times a delta-type kernel $\exp(-[x_c \ne x'_c] / 2\ell_{v,c}^2)$ per categorical
+for the RBF: a categorical interacts with the vertex's other parameters, and the whole
+is PSD because it is a stationary kernel of a feature map. Each column keeps one
 lengthscale, whatever its number of values.
 """
 
@@ -79,10 +78,9 @@ def feature_tables(
     Args:
         tree: The tree; ``tree.vertex_columns`` lists each vertex's columns.
         categorical_values: ``{column: values}`` of the categorical columns.
-        vertex_columns: The parameter columns each vertex's kernel reads
-            (default: its own;
-            [`inherited_columns()`][treebo.add_tree.features.inherited_columns] adds its
-            ancestors').
+        vertex_columns: The parameter columns each vertex's kernel reads (default: its
+            own; [`inherited_columns()`][treebo.add_tree.features.inherited_columns]
+            adds its ancestors').
 
     Returns:
         ``V x F`` tensors: ``columns`` (the input column of each feature),

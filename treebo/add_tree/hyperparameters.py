@@ -46,10 +46,9 @@ class VertexHyperparameters:
 
     A mixin for [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]: it expects the
     buffers ``lengthscale_group``, ``outputscale_group``, ``vertex_slots``,
-    ``vertex_has_params``, the attributes ``vertex_bias``,
-    ``shared_component`` and ``tree``;
-    `_register_hyperparameters()`
-    registers the raw parameters, constraints and priors.
+    ``vertex_has_params``, the attributes ``vertex_bias``, ``shared_component`` and
+    ``tree``; `_register_hyperparameters()` registers the raw parameters, constraints
+    and priors.
     """
 
     def _register_hyperparameters(

@@ -1,40 +1,35 @@
 r"""The Add-Tree covariance function (Ma & Blaschko, AISTATS 2020).
 
-For two points $x, x'$ of a tree-structured space, with $l(x)$ the set
-of vertices active at $x$,
+For two points $x, x'$ of a tree-structured space, with $l(x)$ the set of vertices
+active at $x$,
 
 $$
 k(x, x') = \sum_{v \in l(x) \cap l(x')} \sigma_v^2\,
     \kappa\!\left(\frac{x|_v - x'|_v}{\ell_v}\right),
 $$
 
-where $x|_v$ are the parameters owned by vertex $v$ (numbers, and
-categoricals as one-hot features:
-[`treebo.add_tree.features`][treebo.add_tree.features]),
-$\ell_v$ their ARD lengthscales, $\sigma_v^2$ the vertex's output scale
-and $\kappa$ an RBF or Matern-5/2 correlation (Definition 4 / Algorithm 1 of
-the paper). Each term is the product of a delta kernel on "both points pass
-through $v$" and a stationary kernel, so the sum is PSD (Proposition 1).
-With ``vertex_bias``, each shared vertex also adds a learned constant
-$c_v \ge 0$ (a random offset per branch), which keeps the sum PSD.
-With ``shared_component``, the vertices of one slot (one depth of a plain tree)
-also share a function: for every slot $s$ in which both points have an
-active vertex with continuous parameters ($u$ and $u'$, not
-necessarily the same), the kernel adds
-$\tau_s^2\,\kappa(x|_u / \ell_u - x'|_{u'} / \ell_{u'})$, a stationary
-kernel of a feature map, hence PSD. Sibling branches then learn each other's
-trends (e.g. that a shared-shape parameter is best at its lower bound) before
-they are explored. With ``ancestor_interactions``, every vertex $v$ with
-parameters below another vertex with parameters adds an interaction term
-$\rho_v^2\,\kappa(x|_{a(v)} / \ell'_v - x'|_{a(v)} / \ell'_v)$ for pairs that
-share $v$, where $x|_{a(v)}$ are the parameters of $v$ and of
-its ancestors (App. E of the paper: a delta kernel on $v$ times a kernel
-of the path's parameters, hence PSD).
+where $x|_v$ are the parameters owned by vertex $v$ (numbers, and categoricals as
+one-hot features: [`treebo.add_tree.features`][treebo.add_tree.features]), $\ell_v$
+their ARD lengthscales, $\sigma_v^2$ the vertex's output scale and $\kappa$ an RBF or
+Matern-5/2 correlation (Definition 4 / Algorithm 1 of the paper). Each term is the
+product of a delta kernel on "both points pass through $v$" and a stationary kernel, so
+the sum is PSD (Proposition 1). With ``vertex_bias``, each shared vertex also adds a
+learned constant $c_v \ge 0$ (a random offset per branch), which keeps the sum PSD. With
+``shared_component``, the vertices of one slot (one depth of a plain tree) also share a
+function: for every slot $s$ in which both points have an active vertex with continuous
+parameters ($u$ and $u'$, not necessarily the same), the kernel adds
+$\tau_s^2\,\kappa(x|_u / \ell_u - x'|_{u'} / \ell_{u'})$, a stationary kernel of a
+feature map, hence PSD. Sibling branches then learn each other's trends (e.g. that a
+shared-shape parameter is best at its lower bound) before they are explored. With
+``ancestor_interactions``, every vertex $v$ with parameters below another vertex with
+parameters adds an interaction term
+$\rho_v^2\,\kappa(x|_{a(v)} / \ell'_v - x'|_{a(v)} / \ell'_v)$ for pairs that share $v$,
+where $x|_{a(v)}$ are the parameters of $v$ and of its ancestors (App. E of the paper: a
+delta kernel on $v$ times a kernel of the path's parameters, hence PSD).
 
 Evaluation is vectorized over vertices with the slot encoding of
 [`TreeStructure`][treebo.space.structure.TreeStructure]: each point has at most one
-active
-vertex per slot, and two points share a vertex only in the same slot, so a pair
+active vertex per slot, and two points share a vertex only in the same slot, so a pair
 needs ``S`` (= tree depth for a plain tree) kernel terms rather than ``V``.
 """
 
@@ -79,16 +74,16 @@ def _lead(t: Tensor, rank: int) -> Tensor:
 class AddTreeKernel(VertexHyperparameters, Kernel):
     r"""Add-Tree kernel: sum of per-vertex kernels over the vertices two points share.
 
-    A drop-in for `botorch.models.hierarchical.HierarchicalConditionalKernel`
-    (same ``dim`` and ``hierarchical_dependencies`` arguments, same column layout):
-    choice columns are only used to decide which vertices are active, and every
-    vertex with continuous columns contributes
+    A drop-in for `botorch.models.hierarchical.HierarchicalConditionalKernel` (same
+    ``dim`` and ``hierarchical_dependencies`` arguments, same column layout): choice
+    columns are only used to decide which vertices are active, and every vertex with
+    continuous columns contributes
     ``outputscale[v] * kappa(|x_v - x'_v| / lengthscale[v])``.
 
     Args:
         dim: Number of input columns ``d``.
-        hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``, or
-            its [`TreeStructure`][treebo.space.structure.TreeStructure] (shared, not
+        hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``, or its
+            [`TreeStructure`][treebo.space.structure.TreeStructure] (shared, not
             rebuilt).
         base_kernel: ``"rbf"`` (default) or ``"matern52"``.
         vertex_bias: Learned constants ``c_v >= 0`` added to ``k_v`` for pairs that
@@ -128,36 +123,31 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             even where a fit drives an output scale towards zero, so that the
             output-scale prior's density stays finite).
         batch_shape: Batch shape of the hyper-parameters.
-        categorical_values: ``{column: values}`` of the parameter columns that
-            are unordered categoricals: modelled by one-hot features (see
+        categorical_values: ``{column: values}`` of the parameter columns that are
+            unordered categoricals: modelled by one-hot features (see
             [`treebo.add_tree.features`][treebo.add_tree.features]) rather than as
             numbers.
-        inherit_ancestors: Each vertex's term also reads its ancestors'
-            parameters: $\kappa$ of $x|_{a(v)}$ with
-            $a(v)$ the parameters of $v$ and of every vertex
-            above it, each with its own lengthscale in $v$'s term.
-            A parameter shared by several branches may then act differently
-            in each (the learning rate's best value depends on the optimizer
-            chosen below it): the interaction terms of Ma & Blaschko (2020),
-            App. E, folded into the vertex's term. A long lengthscale on an
-            inherited column gives back Definition 4. A vertex without
-            parameters of their own has a term on its ancestors' alone (the
-            learning rate's effect under one optimizer that has no
-            parameters differs from its effect under another). Vertices
-            with no parameters on their path contribute nothing (or their
-            offset).
-        ancestor_interactions: Keep Definition 4's terms and add, for each
-            vertex with parameters below a vertex with parameters, an
-            interaction term on its own and its ancestors' parameters, with
-            its own lengthscales and output scale $\rho_v^2$ (paper
-            000, App. E; module docstring). The output scales' prior is
-            centred at a tenth of a vertex's (``INTERACTION_SCALE``). The
-            terms' lengthscales and output scales are shared as
-            ``share_lengthscales`` and ``share_outputscales`` say. On an
-            additive objective the terms slow learning down; the loop's
-            ``AddTreeOptions.alternative_kernels`` uses them only where
-            leave-one-out shows that they predict better. Cannot be combined
-            with ``inherit_ancestors``.
+        inherit_ancestors: Each vertex's term also reads its ancestors' parameters:
+            $\kappa$ of $x|_{a(v)}$ with $a(v)$ the parameters of $v$ and of every
+            vertex above it, each with its own lengthscale in $v$'s term. A parameter
+            shared by several branches may then act differently in each (the learning
+            rate's best value depends on the optimizer chosen below it): the interaction
+            terms of Ma & Blaschko (2020), App. E, folded into the vertex's term. A long
+            lengthscale on an inherited column gives back Definition 4. A vertex without
+            parameters of their own has a term on its ancestors' alone (the learning
+            rate's effect under one optimizer that has no parameters differs from its
+            effect under another). Vertices with no parameters on their path contribute
+            nothing (or their offset).
+        ancestor_interactions: Keep Definition 4's terms and add, for each vertex with
+            parameters below a vertex with parameters, an interaction term on its own
+            and its ancestors' parameters, with its own lengthscales and output scale
+            $\rho_v^2$ (paper 000, App. E; module docstring). The output scales' prior
+            is centred at a tenth of a vertex's (``INTERACTION_SCALE``). The terms'
+            lengthscales and output scales are shared as ``share_lengthscales`` and
+            ``share_outputscales`` say. On an additive objective the terms slow learning
+            down; the loop's ``AddTreeOptions.alternative_kernels`` uses them only where
+            leave-one-out shows that they predict better. Cannot be combined with
+            ``inherit_ancestors``.
         vertices: ``V`` booleans: the vertices whose terms the kernel sums
             (default: every vertex; a vertex without parameters or offset
             contributes nothing either way).
@@ -446,14 +436,12 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         r"""Per-vertex cross-covariances, with the query treated as active everywhere.
 
         Component ``v`` of the Add-Tree GP has covariance
-        $k_v(z, x) = (\sigma_v^2 \kappa((z|_v - x|_v)/\ell_v) + c_v)\,a_v(x)$
-        between a query ``z`` that passes through ``v`` and a point ``x``
-        ($a_v(x)$ is 1 iff ``v`` is active at ``x``). With
-        ``shared_component``, component ``v`` also holds its slot's shared
-        function, which adds
-        $\tau_s^2 \kappa(z|_v/\ell_v - x|_u/\ell_u)$ for the vertex
-        $u$ active at ``x`` in ``v``'s slot $s$; the components of
-        a path still sum to the full covariance.
+        $k_v(z, x) = (\sigma_v^2 \kappa((z|_v - x|_v)/\ell_v) + c_v)\,a_v(x)$ between a
+        query ``z`` that passes through ``v`` and a point ``x`` ($a_v(x)$ is 1 iff ``v``
+        is active at ``x``). With ``shared_component``, component ``v`` also holds its
+        slot's shared function, which adds $\tau_s^2 \kappa(z|_v/\ell_v - x|_u/\ell_u)$
+        for the vertex $u$ active at ``x`` in ``v``'s slot $s$; the components of a path
+        still sum to the full covariance.
 
         Args:
             z: ``*b x r x d`` query points (only continuous columns are read).

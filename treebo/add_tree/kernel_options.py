@@ -2,10 +2,9 @@
 object.
 
 The kernel, [`AddTreeGP`][treebo.add_tree.model.AddTreeGP], the loop's strategies and
-the Ax
-integration all read their kernel settings from
-[`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions],
-so the list of options and their checks live here only.
+the Ax integration all read their kernel settings from
+[`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions], so the
+list of options and their checks live here only.
 """
 
 from __future__ import annotations
@@ -44,10 +43,9 @@ class AddTreeKernelOptions:
     """Structural settings of an
     [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel].
 
-    The defaults are Definition 4 of Ma & Blaschko (2020): one RBF kernel per
-    vertex with its own ARD lengthscales and output scale, nothing shared.
-    `LOOP_KERNEL_OPTIONS` holds
-    the settings of treebo's loop.
+    The defaults are Definition 4 of Ma & Blaschko (2020): one RBF kernel per vertex
+    with its own ARD lengthscales and output scale, nothing shared.
+    `LOOP_KERNEL_OPTIONS` holds the settings of treebo's loop.
 
     Attributes:
         base_kernel: Per-vertex correlation, ``"rbf"`` or ``"matern52"``.

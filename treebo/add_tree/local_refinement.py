@@ -1,18 +1,17 @@
 r"""Local refinement of the incumbent on its own path.
 
-A global surrogate is standardized over every observation, so once the search
-has found the right basin, differences between the best points (say
-$10^{-8}$ when the range of observed values is 1) sit far below the
-model's noise floor and it can no longer tell them apart: proposals stall a
-fixed distance from the optimum. Trust-region methods (TuRBO, Eriksson et al.
+A global surrogate is standardized over every observation, so once the search has found
+the right basin, differences between the best points (say $10^{-8}$ when the range of
+observed values is 1) sit far below the model's noise floor and it can no longer tell
+them apart: proposals stall a fixed distance from the optimum. Trust-region methods
+(TuRBO, Eriksson et al.
 2019) avoid this by modelling only the neighbourhood of the incumbent.
 
 [`local_refinement_candidate()`][treebo.add_tree.local_refinement.local_refinement_candidate]
-does this on a tree-structured space. With
-$x^*$ the best observation and $A$ the continuous columns active on
-its path, it takes the $k$ observations on the same path nearest to
-$x^*$ (in the $\ell_\infty$ distance on ``bounds``-normalized
-columns $A$), builds the box
+does this on a tree-structured space. With $x^*$ the best observation and $A$ the
+continuous columns active on its path, it takes the $k$ observations on the same path
+nearest to $x^*$ (in the $\ell_\infty$ distance on ``bounds``-normalized columns $A$),
+builds the box
 
 $$
 B = \prod_{c \in A} [x^*_c - h_c,\; x^*_c + h_c] \cap [l_c, u_c], \qquad
@@ -20,31 +19,27 @@ h_c = (u_c - l_c) \min\Big(\rho,\; \max_{i \le k}
       \frac{|x_{i,c} - x^*_c|}{u_c - l_c}\Big),
 $$
 
-fits a ``SingleTaskGP`` to those $k$ points and every other same-path
-observation in $B$, with inputs scaled to $B$ and outcomes
-standardized over those points only, and returns the maximizer of an
-acquisition in $B$. As new points gather around the optimum the box
-shrinks with them, so the resolution follows the incumbent down to machine
+fits a ``SingleTaskGP`` to those $k$ points and every other same-path observation in
+$B$, with inputs scaled to $B$ and outcomes standardized over those points only, and
+returns the maximizer of an acquisition in $B$. As new points gather around the optimum
+the box shrinks with them, so the resolution follows the incumbent down to machine
 precision.
 
 The default acquisition is an upper confidence bound with a small weight,
-$\mu(x) + \sqrt{\beta}\,\sigma(x)$ with $\beta = 0.1$: the
-step exploits the local model's prediction and explores only where it is
-unsure near that prediction. ``LogExpectedImprovement`` explores more: in a
-box whose corners hold no data it prefers those corners (their posterior
-variance is the prior's), so its steps tend to land on the box's edge.
-Exploring steps still help the box shrink onto the optimum, so the loop's
-local steps alternate the two by default
+$\mu(x) + \sqrt{\beta}\,\sigma(x)$ with $\beta = 0.1$: the step exploits the local
+model's prediction and explores only where it is unsure near that prediction.
+``LogExpectedImprovement`` explores more: in a box whose corners hold no data it prefers
+those corners (their posterior variance is the prior's), so its steps tend to land on
+the box's edge. Exploring steps still help the box shrink onto the optimum, so the
+loop's local steps alternate the two by default
 ([`LocalStepOptions`][treebo.add_tree.options.LocalStepOptions]). The local noise floor
-(default
-$10^{-8}$ of the neighbourhood's standardized variance) bounds how
-finely a step can resolve the values near the incumbent.
+(default $10^{-8}$ of the neighbourhood's standardized variance) bounds how finely a
+step can resolve the values near the incumbent.
 
-With ``prior_mean`` (the global model's posterior mean $m$), the local
-model fits the residuals $y - m(x)$ instead of $y$, and the
-acquisition scores $m(x) + \mu_r(x)$ with the residual model's
-$\sigma_r(x)$. Where the box holds few observations, the step then follows
-the global model's trend instead of the local model's prior (a constant).
+With ``prior_mean`` (the global model's posterior mean $m$), the local model fits the
+residuals $y - m(x)$ instead of $y$, and the acquisition scores $m(x) + \mu_r(x)$ with
+the residual model's $\sigma_r(x)$. Where the box holds few observations, the step then
+follows the global model's trend instead of the local model's prior (a constant).
 """
 
 from __future__ import annotations
@@ -95,11 +90,10 @@ def same_path_as(space: TreeSpace, X: Tensor, x: Tensor) -> Tensor:
 class OffsetModel(Model):
     r"""A single-outcome model plus a known, differentiable offset.
 
-    With $\mu_r, \sigma_r^2$ the posterior of ``model`` and $m$ the
-    ``offset``, the posterior at $x$ has mean $m(x) + \mu_r(x)$ and
-    the covariance of ``model``: a GP fitted to the residuals of a prior mean
-    $m$, seen as a model of the data themselves. Any BoTorch acquisition
-    function can then score it (e.g. UCB,
+    With $\mu_r, \sigma_r^2$ the posterior of ``model`` and $m$ the ``offset``, the
+    posterior at $x$ has mean $m(x) + \mu_r(x)$ and the covariance of ``model``: a GP
+    fitted to the residuals of a prior mean $m$, seen as a model of the data themselves.
+    Any BoTorch acquisition function can then score it (e.g. UCB,
     $m(x) + \mu_r(x) + \sqrt{\beta}\,\sigma_r(x)$).
 
     Args:
@@ -196,19 +190,17 @@ def local_refinement_candidate(
         space: The search space (its ``bounds`` normalize the distances).
         X: ``n x d`` encoded observations.
         y: ``n x 1`` targets (larger is better).
-        radius: Largest half-width of the box, as a fraction of each
-            column's range, so the candidate is never further from the
-            incumbent (in the ``bounds``-normalized $\ell_\infty$
-            distance).
-        num_neighbors: $k$, the number of same-path observations modelled
-            (default ``max(6, 3 |A| + 2)``); repeated points count once.
+        radius: Largest half-width of the box, as a fraction of each column's range, so
+            the candidate is never further from the incumbent (in the
+            ``bounds``-normalized $\ell_\infty$ distance).
+        num_neighbors: $k$, the number of same-path observations modelled (default
+            ``max(6, 3 |A| + 2)``); repeated points count once.
         noise_floor: Lower bound on the local model's noise variance
             (standardized over the neighbourhood). It sets the step's
             resolution: about ``sqrt(noise_floor)`` of the spread of the
             neighbours' values, so 1e-8 resolves 1e-4 of it.
-        acquisition: ``"ucb"`` (default: $\mu + \sqrt{\beta}\sigma$
-            of the local model) or ``"log_ei"`` (``LogExpectedImprovement``
-            over the best neighbour).
+        acquisition: ``"ucb"`` (default: $\mu + \sqrt{\beta}\sigma$ of the local model)
+            or ``"log_ei"`` (``LogExpectedImprovement`` over the best neighbour).
         beta: The UCB weight $\beta$ (``acquisition="ucb"`` only).
         num_restarts: L-BFGS-B starts for the local acquisition.
         raw_samples: Random points scored to choose the starts.

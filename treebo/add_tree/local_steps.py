@@ -1,15 +1,13 @@
 """Local refinement of the incumbent as a part of a strategy.
 
 [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps] decides when a local step
-replaces the global proposal and
-computes it with
+replaces the global proposal and computes it with
 [`local_refinement_candidate()`][treebo.add_tree.local_refinement.local_refinement_candidate],
-whose
-module explains the local model. Steps cycle through
-[`LocalSteps.acquisitions`][treebo.add_tree.local_steps.LocalSteps.acquisitions];
-with ``options.mean == "auto"`` the local model fits the residuals of the
-global model's posterior mean while the neighbourhood's values spread more
-than the global model's noise standard deviation.
+whose module explains the local model. Steps cycle through
+[`LocalSteps.acquisitions`][treebo.add_tree.local_steps.LocalSteps.acquisitions]; with
+``options.mean == "auto"`` the local model fits the residuals of the global model's
+posterior mean while the neighbourhood's values spread more than the global model's
+noise standard deviation.
 """
 
 from __future__ import annotations
@@ -43,13 +41,13 @@ class LocalSteps:
         options: The [`LocalStepOptions`][treebo.add_tree.options.LocalStepOptions].
 
     Attributes:
-        radius: ``bounds``-normalized $\ell_\infty$ radius that
-            triggers a local step, and the largest half-width of its box.
+        radius: ``bounds``-normalized $\ell_\infty$ radius that triggers a local step,
+            and the largest half-width of its box.
         noise_floor: Lower bound on the local model's noise variance
             (standardized over the neighbourhood).
-        acquisitions: Acquisitions of successive local steps, cycled:
-            ``"ucb"`` ($\mu + \sqrt{\beta}\sigma$, a step to the
-            local model's optimum) and ``"log_ei"`` (which explores the box).
+        acquisitions: Acquisitions of successive local steps, cycled: ``"ucb"``
+            ($\mu + \sqrt{\beta}\sigma$, a step to the local model's optimum) and
+            ``"log_ei"`` (which explores the box).
         beta: The local UCB weight $\beta$.
 
     Example:

@@ -1,19 +1,17 @@
 r"""Exact GP with the Add-Tree kernel, and its per-vertex posteriors.
 
-Under the Add-Tree prior the latent function is a sum of independent vertex
-components, $f(x) = m + \sum_{v \in l(x)} f_v(x|_v)$. Given training data
-$(X, y)$ with $\hat K = K(X, X) + \Sigma$ and
-$\alpha = \hat K^{-1}(y - m)$, the posterior of component $v$ at a
-point $z$ that passes through $v$ is Gaussian with
+Under the Add-Tree prior the latent function is a sum of independent vertex components,
+$f(x) = m + \sum_{v \in l(x)} f_v(x|_v)$. Given training data $(X, y)$ with
+$\hat K = K(X, X) + \Sigma$ and $\alpha = \hat K^{-1}(y - m)$, the posterior of
+component $v$ at a point $z$ that passes through $v$ is Gaussian with
 
 $$
 \mu_v(z) = k_v(z, X)\,\alpha, \qquad
 \sigma_v^2(z) = \sigma_v^2 - k_v(z, X)\,\hat K^{-1} k_v(X, z),
 $$
 
-and on any path the component means sum (with $m$) to the GP's posterior
-mean. These are what Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020)
-maximizes vertex by vertex.
+and on any path the component means sum (with $m$) to the GP's posterior mean. These are
+what Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020) maximizes vertex by vertex.
 """
 
 from __future__ import annotations
@@ -118,22 +116,20 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
     [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel].
 
     A drop-in replacement for
-    `botorch.models.hierarchical.HierarchicalConditionalKernelGP`: same
-    column layout (choice columns hold the values named in
-    ``hierarchical_dependencies``), same ``train_Yvar``, ``input_transform``
-    and ``outcome_transform`` arguments.
+    `botorch.models.hierarchical.HierarchicalConditionalKernelGP`: same column layout
+    (choice columns hold the values named in ``hierarchical_dependencies``), same
+    ``train_Yvar``, ``input_transform`` and ``outcome_transform`` arguments.
 
-    By default inputs are normalized with `Normalize` on the numeric
-    parameter columns only (using ``bounds`` if given, else the training data's
-    range), so that choice and categorical columns keep their values.
+    By default inputs are normalized with `Normalize` on the numeric parameter columns
+    only (using ``bounds`` if given, else the training data's range), so that choice and
+    categorical columns keep their values.
 
     Args:
         train_X: ``batch_shape x n x d`` training inputs.
         train_Y: ``batch_shape x n x m`` training observations.
-        hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``, or
-            its [`TreeStructure`][treebo.space.structure.TreeStructure] (e.g.
-            ``space.tree``),
-            which the model and its kernel then share.
+        hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``, or its
+            [`TreeStructure`][treebo.space.structure.TreeStructure] (e.g.
+            ``space.tree``), which the model and its kernel then share.
         train_Yvar: Optional observed noise variances, like ``train_Y``.
         likelihood: Optional likelihood (default as in ``SingleTaskGP``).
         bounds: Optional ``2 x d`` bounds of the inputs used by the default
@@ -149,9 +145,9 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
             by one-hot features inside their vertex's kernel; default none.
         **kernel_options: The kernel's structural settings, the fields of
             [`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions]
-            (``base_kernel``,
-            ``vertex_bias``, ``share_lengthscales``, ``share_outputscales``,
-            ``shared_component``); default Definition 4 of the paper.
+            (``base_kernel``, ``vertex_bias``, ``share_lengthscales``,
+            ``share_outputscales``, ``shared_component``); default Definition 4 of the
+            paper.
 
     Example:
         >>> from treebo.models import fit_model
@@ -263,8 +259,7 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
                 given.
             **kwargs: Kernel options (fields of
                 [`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions])
-                and
-                ``SingleTaskGP.construct_inputs``' own arguments.
+                and ``SingleTaskGP.construct_inputs``' own arguments.
         """
         names = AddTreeKernelOptions.names()
         kernel_options = {k: kwargs.pop(k) for k in names if k in kwargs}
@@ -341,12 +336,12 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         r"""The posterior at ``X`` (``batch_shape x q x d``).
 
         In eval mode, for one point per batch (``q = 1``, the case of analytic
-        acquisition functions such as ``LogExpectedImprovement``) without
-        observation noise or a posterior transform, the moments come from
+        acquisition functions such as ``LogExpectedImprovement``) without observation
+        noise or a posterior transform, the moments come from
         [`posterior_mean_variance()`][treebo.add_tree.model.AddTreeGP.posterior_mean_variance]
-        (one cached Cholesky factor; the
-        hyper-parameters are constants, gradients flow to ``X``). Otherwise,
-        and always in train mode, this is ``SingleTaskGP.posterior``.
+        (one cached Cholesky factor; the hyper-parameters are constants, gradients flow
+        to ``X``). Otherwise, and always in train mode, this is
+        ``SingleTaskGP.posterior``.
         """
         outcome_transform = getattr(self, "outcome_transform", None)
         fast = (
@@ -390,8 +385,7 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
 
         Returns:
             A [`VertexPosterior`][treebo.add_tree.model.VertexPosterior] with
-            ``batch_shape x r x V`` means and
-            variances on the original outcome scale.
+            ``batch_shape x r x V`` means and variances on the original outcome scale.
         """
         if self.num_outputs != 1:
             raise NotImplementedError("vertex_posterior supports one outcome.")

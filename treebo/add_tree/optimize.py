@@ -1,10 +1,9 @@
 r"""Algorithm 2 of Ma & Blaschko (2020): the Add-Tree UCB maximized vertex by vertex.
 
 [`optimize_add_tree_ucb()`][treebo.add_tree.optimize.optimize_add_tree_ucb] maximizes
-every vertex's UCB on its own
-low-dimensional domain, all vertices and all restarts in one batched L-BFGS-B
-run, then combines the per-vertex optima along each path (``P x V`` mask times
-``V`` vector, or the best configuration by message passing when the paths are
+every vertex's UCB on its own low-dimensional domain, all vertices and all restarts in
+one batched L-BFGS-B run, then combines the per-vertex optima along each path (``P x V``
+mask times ``V`` vector, or the best configuration by message passing when the paths are
 too many to list) and returns the best path's point.
 """
 
@@ -49,13 +48,10 @@ def optimize_add_tree_ucb(
        fit in one ``num_restarts x d`` tensor, optimized in one L-BFGS-B run of
        the separable sum.
     3. Take each vertex's best value $u_v^*$, score every path by
-       $\sum_{v \in l} u_v^*$, and assemble the best path's point. With
-       more than `MAX_LISTED_PATHS`
-       paths, the
-       best one is found by dynamic programming over the tree
-       ([`ConfigurationSearch`][treebo.space.configurations.ConfigurationSearch]) and
-       the paths
-       scored are it and those that change one of its choices.
+       $\sum_{v \in l} u_v^*$, and assemble the best path's point. With more than
+       `MAX_LISTED_PATHS` paths, the best one is found by dynamic programming over the
+       tree ([`ConfigurationSearch`][treebo.space.configurations.ConfigurationSearch])
+       and the paths scored are it and those that change one of its choices.
 
     Args:
         acq_function: An [`AddTreeUCB`][treebo.add_tree.ucb.AddTreeUCB].

@@ -1,9 +1,8 @@
 """Typed settings of the Add-Tree strategies.
 
-Each strategy has one frozen options object whose defaults are the settings
-that measured best for it (docs/design.md); two strategies that
-differ in a default say so in their own types
-([`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions] and
+Each strategy has one frozen options object whose defaults are the settings that
+measured best for it (docs/design.md); two strategies that differ in a default say so in
+their own types ([`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions] and
 [`AddTreeUCBOptions`][treebo.add_tree.options.AddTreeUCBOptions]), never through a value
 that depends on another.
 """
@@ -28,10 +27,10 @@ class LocalStepOptions:
     When the global proposal lies on the incumbent's path within 5% of each
     range of it, the strategy proposes from a GP of the incumbent's
     neighbourhood instead, with outcomes standardized over that
-    neighbourhood: it resolves differences far below the global model's
-    noise floor. The two settings here are those in which the two Add-Tree
-    strategies differ; the step's own settings (radius, noise floor,
-    acquisitions) are [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]'.
+    neighbourhood: it resolves differences far below the global model's noise floor. The
+    two settings here are those in which the two Add-Tree strategies differ; the step's
+    own settings (radius, noise floor, acquisitions) are
+    [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]'.
 
     Attributes:
         mean: The local model's prior mean: ``"auto"`` fits the residuals of
@@ -74,22 +73,20 @@ class AddTreeOptions:
 
     Attributes:
         kernel: The [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s settings.
-        alternative_kernels: Further kernel settings, each fitted beside
-            ``kernel`` at every proposal (warm-started from its own last
-            fit); the proposal uses an alternative's model where it predicts
-            the data clearly better in leave-one-out (its mean gain in
+        alternative_kernels: Further kernel settings, each fitted beside ``kernel`` at
+            every proposal (warm-started from its own last fit); the proposal uses an
+            alternative's model where it predicts the data clearly better in
+            leave-one-out (its mean gain in
             [`loo_log_densities()`][treebo.gp.fit.loo_log_densities] over the best so
-            far
-            exceeds one standard error), else ``kernel``'s. ``None`` (the
-            default): ``kernel`` with the interaction terms of the paper's
-            App. E (``ancestor_interactions=True``), so that they are used
-            only where the data show them (the best learning rate depends on
-            the optimizer chosen below it, say); none where ``kernel``
-            already has them or folds its ancestors' parameters in. ``()``:
-            ``kernel`` alone. An alternative that gives the space the same
-            model as ``kernel`` (interaction terms on a space with no vertex
-            of parameters below another) is skipped; each other one adds a
-            fit per proposal.
+            far exceeds one standard error), else ``kernel``'s. ``None`` (the default):
+            ``kernel`` with the interaction terms of the paper's App. E
+            (``ancestor_interactions=True``), so that they are used only where the data
+            show them (the best learning rate depends on the optimizer chosen below it,
+            say); none where ``kernel`` already has them or folds its ancestors'
+            parameters in. ``()``: ``kernel`` alone. An alternative that gives the space
+            the same model as ``kernel`` (interaction terms on a space with no vertex of
+            parameters below another) is skipped; each other one adds a fit per
+            proposal.
             [`alternatives()`][treebo.add_tree.options.AddTreeOptions.alternatives]
             resolves the setting.
         noise_floor: Lower bound on the noise variance of the standardized
@@ -148,26 +145,23 @@ class AddTreeOptions:
 class AddTreeUCBOptions:
     r"""Settings of the ``"add_tree_ucb"`` strategy: Add-Tree-GP-UCB.
 
-    Algorithm 2 of Ma & Blaschko (2020): per-vertex UCB optima combined along
-    paths. Its defaults differ from
-    [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]' where that
-    measured better for it: no vertex offsets, no alternative kernel (each
-    vertex is maximized on its own parameters, so interaction terms do not
-    apply), a plain local model (``mean="constant"``) that also runs after
-    two failed global proposals, and proposals moved off a resolved basin.
+    Algorithm 2 of Ma & Blaschko (2020): per-vertex UCB optima combined along paths. Its
+    defaults differ from [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]'
+    where that measured better for it: no vertex offsets, no alternative kernel (each
+    vertex is maximized on its own parameters, so interaction terms do not apply), a
+    plain local model (``mean="constant"``) that also runs after two failed global
+    proposals, and proposals moved off a resolved basin.
     [`paper()`][treebo.add_tree.options.AddTreeUCBOptions.paper] gives the paper's loop.
 
     Attributes:
         kernel: The [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s settings
-            (no
-            ancestor terms: each vertex is maximized on its own parameters).
+            (no ancestor terms: each vertex is maximized on its own parameters).
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes.
         num_restarts: Optimizer starts per vertex.
         raw_samples: Random points scored to choose the starts.
         local: Local refinement of the incumbent, or ``None`` for none.
-        beta: UCB weight(s); ``None`` gives the paper's
-            $0.2\,d_v \log(2t)$.
+        beta: UCB weight(s); ``None`` gives the paper's $0.2\,d_v \log(2t)$.
         path_selection: ``"joint"`` (the path whose whole-function UCB is
             highest) or ``"sum"`` (the paper's sum of per-vertex optima).
         basin_patience: Local steps in a row without improvement after which

@@ -4,8 +4,7 @@ A proposal fits an [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] (warm-started,
 [`WarmStartFit`][treebo.strategies.fitting.WarmStartFit]), believes the pending
 configurations at its predicted values
 ([`believe_pending()`][treebo.strategies.believer.believe_pending]), maximizes an
-acquisition
-over every path at once, and then applies three rules:
+acquisition over every path at once, and then applies three rules:
 
 1. A proposal on the incumbent's path within the local radius becomes a local
    step ([`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]): the global model
@@ -17,10 +16,9 @@ over every path at once, and then applies three rules:
    the incumbent is moved to the best candidate elsewhere (kind ``"away"``).
 
 ``"add_tree"`` ([`AddTreeStrategy`][treebo.add_tree.strategy.AddTreeStrategy]) maximizes
-``LogExpectedImprovement``;
-``"add_tree_ucb"`` ([`AddTreeUCBStrategy`][treebo.add_tree.strategy.AddTreeUCBStrategy])
-is Algorithm 2 of Ma &
-Blaschko (2020).
+``LogExpectedImprovement``; ``"add_tree_ucb"``
+([`AddTreeUCBStrategy`][treebo.add_tree.strategy.AddTreeUCBStrategy]) is Algorithm 2 of
+Ma & Blaschko (2020).
 """
 
 from __future__ import annotations
@@ -138,9 +136,9 @@ class AddTreeStrategy(Strategy):
 
     def fit(self, observations: Observations) -> AddTreeGP:
         """Fit the global model to the finished evaluations: the model of
-        ``options.kernel``, or of an alternative kernel that predicts the
-        data clearly better in leave-one-out (by more than one standard error
-        of the paired per-point gains:
+        ``options.kernel``, or of an alternative kernel that predicts the data clearly
+        better in leave-one-out (by more than one standard error of the paired per-point
+        gains:
         [`predicts_better()`][treebo.gp.fit.predicts_better])."""
         space, X, y = observations.space, observations.X, observations.y
         floor, main = self.options.noise_floor, self.options.kernel

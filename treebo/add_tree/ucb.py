@@ -7,10 +7,9 @@ $$
 u_v(x|_v) = \pm\mu_v(x|_v) + \sqrt{\beta_v}\,\sigma_v(x|_v),
 $$
 
-(``+`` when maximizing, ``-`` when minimizing) and the value of a point on path
-$l$ is $\sum_{v \in l} u_v$. Because the sum is additive over
-vertices, each $u_v$ can be maximized on its own, low-dimensional domain
-and the best path read off afterwards
+(``+`` when maximizing, ``-`` when minimizing) and the value of a point on path $l$ is
+$\sum_{v \in l} u_v$. Because the sum is additive over vertices, each $u_v$ can be
+maximized on its own, low-dimensional domain and the best path read off afterwards
 ([`treebo.optim.optimize_add_tree_ucb()`][treebo.add_tree.optimize.optimize_add_tree_ucb]).
 """
 
@@ -29,8 +28,8 @@ from treebo.add_tree.model import AddTreeGP
 def add_tree_beta(t: int, vertex_dims: Tensor, scale: float = 0.2) -> Tensor:
     r"""The paper's schedule $\beta_t = 0.2\,\tilde d \log(2t)$, per vertex.
 
-    $\tilde d$ is the dimension of the space in which UCB is maximized,
-    i.e. the number of continuous parameters of each vertex (at least 1).
+    $\tilde d$ is the dimension of the space in which UCB is maximized, i.e. the number
+    of continuous parameters of each vertex (at least 1).
 
     Args:
         t: Iteration (number of observations so far, at least 1).
@@ -52,8 +51,8 @@ class AddTreeUCB(AcquisitionFunction):
     ``forward`` scores a point by the sum of the vertex UCBs on its own path,
     ``offset + sum_{v active at x} u_v(x)``, which makes this a standard BoTorch
     acquisition function (``b x 1 x d -> b``).
-    [`vertex_values()`][treebo.add_tree.ucb.AddTreeUCB.vertex_values] gives all
-    vertex UCBs at once, which is what Algorithm 2 maximizes.
+    [`vertex_values()`][treebo.add_tree.ucb.AddTreeUCB.vertex_values] gives all vertex
+    UCBs at once, which is what Algorithm 2 maximizes.
 
     Args:
         model: A fitted single-outcome [`AddTreeGP`][treebo.add_tree.model.AddTreeGP].

@@ -2,17 +2,15 @@ r"""A cached Cholesky solve for models that report additive components.
 
 [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] (vertex components) and
 [`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP] (edge and variable
-components) give the
-posterior of each component of their kernel separately. Both need the same
-pieces of the exact GP posterior, computed once per set of hyper-parameters:
+components) give the posterior of each component of their kernel separately. Both need
+the same pieces of the exact GP posterior, computed once per set of hyper-parameters:
 
 $$
 \hat K = L L^\top = K(X, X) + \mathrm{diag}(\sigma^2_n), \qquad
 \alpha = \hat K^{-1} (y - c),
 $$
 
-with $c$ the constant mean, and for a component $k_G$,
-$\mu_G(x) = k_G(x, X)\alpha$ and
+with $c$ the constant mean, and for a component $k_G$, $\mu_G(x) = k_G(x, X)\alpha$ and
 $\sigma^2_G(x) = k_G(x, x) - \lVert L^{-1} k_G(X, x) \rVert^2$.
 """
 
@@ -94,8 +92,8 @@ class CachedSolveMixin:
 
         Returns:
             ``(mean, variance)``, each ``batch_shape x *c``: ``k alpha`` and
-            ``k_G(x, x) - ||L^{-1} k||^2`` (clamped at zero), scaled by the
-            outcome transform's standard deviation (no shift: see
+            ``k_G(x, x) - ||L^{-1} k||^2`` (clamped at zero), scaled by the outcome
+            transform's standard deviation (no shift: see
             [`constant_offset()`][treebo.gp.cached_solve.CachedSolveMixin.constant_offset]).
         """
         cache = self.solve_cache()

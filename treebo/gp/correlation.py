@@ -1,16 +1,13 @@
 r"""Stationary correlations of squared distances, with hand-written gradients.
 
 [`stationary_correlation()`][treebo.gp.correlation.stationary_correlation] evaluates the
-RBF or Matern-5/2 correlation of a
-squared distance ([`matern52_parts()`][treebo.gp.correlation.matern52_parts] also
-returns the factor of the Matern
-derivative; [`pairwise_sq_dist()`][treebo.gp.correlation.pairwise_sq_dist] forms squared
-distances).
-[`SlotGram`][treebo.gp.correlation.SlotGram] computes the Gram matrix of the slot
-encoding of
-[`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel] in one pass: for inputs ``a``
-(``S x n x D``) and ``b`` (``S x m x D``) already divided by their
-lengthscales, and pair weights ``w`` (``S x n x m``),
+RBF or Matern-5/2 correlation of a squared distance
+([`matern52_parts()`][treebo.gp.correlation.matern52_parts] also returns the factor of
+the Matern derivative; [`pairwise_sq_dist()`][treebo.gp.correlation.pairwise_sq_dist]
+forms squared distances). [`SlotGram`][treebo.gp.correlation.SlotGram] computes the Gram
+matrix of the slot encoding of [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]
+in one pass: for inputs ``a`` (``S x n x D``) and ``b`` (``S x m x D``) already divided
+by their lengthscales, and pair weights ``w`` (``S x n x m``),
 
 $$
 K = \sum_s w_s \odot \kappa(\lVert a_s - b_s \rVert^2),
@@ -35,8 +32,8 @@ def matern52_parts(sq_dist: Tensor) -> tuple[Tensor, Tensor]:
 
     For squared distances $r^2 \ge 0$, returns
     $\kappa = (1 + \sqrt5 r + 5r^2/3)e^{-\sqrt5 r}$ and
-    $t = (1 + \sqrt5 r) e^{-\sqrt5 r}$, with
-    $d\kappa/d(r^2) = -\tfrac56 t$ (finite at $r = 0$).
+    $t = (1 + \sqrt5 r) e^{-\sqrt5 r}$, with $d\kappa/d(r^2) = -\tfrac56 t$ (finite at
+    $r = 0$).
 
     Args:
         sq_dist: Squared scaled distances, any shape.
@@ -60,8 +57,8 @@ class _Matern52FromSquared(torch.autograd.Function):
     r"""Matern-5/2 correlation of squared distances with a fused backward.
 
     Saving only the derivative factor of
-    [`matern52_parts()`][treebo.gp.correlation.matern52_parts] keeps memory
-    and time of the backward pass low on large ``n x m x S`` tensors.
+    [`matern52_parts()`][treebo.gp.correlation.matern52_parts] keeps memory and time of
+    the backward pass low on large ``n x m x S`` tensors.
     """
 
     @staticmethod
@@ -79,9 +76,8 @@ class _Matern52FromSquared(torch.autograd.Function):
 def pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
     r"""Squared Euclidean distances between the rows of two point sets.
 
-    Low dimensions (``D <= 4``) take differences feature by feature; higher
-    ones use $|a|^2 + |b|^2 - 2 a \cdot b$ about the mean of ``a``
-    (clamped at 0).
+    Low dimensions (``D <= 4``) take differences feature by feature; higher ones use
+    $|a|^2 + |b|^2 - 2 a \cdot b$ about the mean of ``a`` (clamped at 0).
 
     Args:
         a: ``... x n x D``.
@@ -113,14 +109,13 @@ class SlotGram(torch.autograd.Function):
     r"""Add-Tree Gram matrix from slot features, with a fused backward pass.
 
     Forward: $K_{nm} = \sum_s w_{snm}\,\kappa(\lVert a_{sn} - b_{sm}
-    \rVert^2)$ for ``a``: ``*b x S x n x D``, ``b``: ``*b x S x m x D`` and
-    weights ``w``: ``*b x S x n x m`` (batch shapes broadcast).
+    \rVert^2)$ for ``a``: ``*b x S x n x D``, ``b``: ``*b x S x m x D`` and weights
+    ``w``: ``*b x S x n x m`` (batch shapes broadcast).
 
-    Backward: with $g_{snm} = G_{nm} w_{snm} \kappa'(r^2_{snm})$, the input
-    gradients are $2(a_{sn} \sum_m g_{snm} - \sum_m g_{snm} b_{sm})$ (and
-    symmetrically for ``b``): two batched matrix products instead of
-    ``S x n x m x D`` temporaries, and no autograd graph over the ``S x n x m``
-    intermediates.
+    Backward: with $g_{snm} = G_{nm} w_{snm} \kappa'(r^2_{snm})$, the input gradients
+    are $2(a_{sn} \sum_m g_{snm} - \sum_m g_{snm} b_{sm})$ (and symmetrically for
+    ``b``): two batched matrix products instead of ``S x n x m x D`` temporaries, and no
+    autograd graph over the ``S x n x m`` intermediates.
     """
 
     @staticmethod

@@ -90,8 +90,8 @@ def noise_floor_likelihood_options(noise_floor: float) -> dict[str, Any]:
     """``GaussianLikelihood`` keyword arguments of
     [`NoiseFloorLikelihood`][treebo.gp.fit.NoiseFloorLikelihood].
 
-    For code that builds a ``GaussianLikelihood`` (or a subclass) itself; a
-    framework that stores the likelihood's options (Ax's
+    For code that builds a ``GaussianLikelihood`` (or a subclass) itself; a framework
+    that stores the likelihood's options (Ax's
     ``ModelConfig(likelihood_class=..., likelihood_options=...)``) takes
     [`NoiseFloorLikelihood`][treebo.gp.fit.NoiseFloorLikelihood] with
     ``{"noise_floor": ...}`` instead.
@@ -119,8 +119,8 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
             mean weakly determined (a smooth component can absorb offsets), so
             predictions far from the data can drift.
         **fit_kwargs: Passed to `botorch.fit.fit_gpytorch_mll()` (e.g.
-            ``optimizer_kwargs``); its retries with fresh draws from the priors
-            apply to both criteria.
+            ``optimizer_kwargs``); its retries with fresh draws from the priors apply to
+            both criteria.
 
     Returns:
         The fitted model, in eval mode.
@@ -138,9 +138,8 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
 def loo_log_densities(model: Model) -> Tensor:
     r"""Leave-one-out log predictive density of each training point.
 
-    $\log p(y_i \mid X, y_{-i}, \theta)$ of the module docstring,
-    without priors, at the model's current hyper-parameters (closed form:
-    one Cholesky factorization).
+    $\log p(y_i \mid X, y_{-i}, \theta)$ of the module docstring, without priors, at the
+    model's current hyper-parameters (closed form: one Cholesky factorization).
 
     Args:
         model: An exact GP with a Gaussian likelihood and one output.
@@ -175,8 +174,7 @@ def loo_log_densities(model: Model) -> Tensor:
 def loo_log_predictive(model: Model) -> Tensor:
     r"""Mean leave-one-out log predictive density of a fitted exact GP's data
     (the mean of [`loo_log_densities()`][treebo.gp.fit.loo_log_densities]): how well
-    each training point is
-    predicted from the others.
+    each training point is predicted from the others.
 
     Args:
         model: An exact GP with a Gaussian likelihood and one output.
@@ -197,13 +195,12 @@ def loo_log_predictive(model: Model) -> Tensor:
 def predicts_better(candidate: Tensor, incumbent: Tensor, z: float = 1.0) -> bool:
     r"""Whether leave-one-out densities show a model to predict better than another.
 
-    With $d_i$ the per-point differences of ``candidate`` and
-    ``incumbent`` ([`loo_log_densities()`][treebo.gp.fit.loo_log_densities] of two
-    models on the same
-    data), the candidate wins if $\bar d > z\,s_d / \sqrt n$: its mean
-    gain exceeds ``z`` standard errors (a paired test; with ``z = 1`` the
-    one-standard-error rule). A more flexible model fitted to the same data
-    scores a little higher by chance; it must do so clearly.
+    With $d_i$ the per-point differences of ``candidate`` and ``incumbent``
+    ([`loo_log_densities()`][treebo.gp.fit.loo_log_densities] of two models on the same
+    data), the candidate wins if $\bar d > z\,s_d / \sqrt n$: its mean gain exceeds
+    ``z`` standard errors (a paired test; with ``z = 1`` the one-standard-error rule). A
+    more flexible model fitted to the same data scores a little higher by chance; it
+    must do so clearly.
 
     Args:
         candidate: ``n`` log densities of the candidate model.

@@ -3,16 +3,13 @@ r"""Ax integration: search spaces with ``dependents`` and an Add-Tree generation
 Ax describes a conditional space with ``ChoiceParameter(..., dependents={value:
 [names]})``: choosing ``value`` activates the named parameters. That is a
 [`TreeSpace`][treebo.space.tree_space.TreeSpace]: a choice's options lead to child
-vertices that own
-the activated parameters.
+vertices that own the activated parameters.
 [`tree_space_from_ax()`][treebo.integrations.ax.tree_space_from_ax] and
-[`ax_search_space()`][treebo.integrations.ax.ax_search_space]
-convert between the two, and
+[`ax_search_space()`][treebo.integrations.ax.ax_search_space] convert between the two,
+and
 [`add_tree_generation_strategy()`][treebo.integrations.ax.add_tree_generation_strategy]
-runs
-[`AddTreeGP`][treebo.add_tree.model.AddTreeGP] inside Ax's modular BoTorch generator,
-which
-passes the transformed space's ``hierarchical_dependencies`` to
+runs [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] inside Ax's modular BoTorch
+generator, which passes the transformed space's ``hierarchical_dependencies`` to
 `AddTreeGP.construct_inputs()`::
 
     from ax.core.experiment import Experiment
@@ -29,9 +26,9 @@ model; the experiment saves to and loads from JSON as any other::
     client.set_generation_strategy(add_tree_generation_strategy())
 
 Importing this module registers ``AddTreeGP`` with Ax
-([`register_with_ax()`][treebo.integrations.ax.register_with_ax]).
-Ax is an optional dependency (``pip install "treebo[ax]"``); importing this
-module without it raises an ``ImportError`` that says so.
+([`register_with_ax()`][treebo.integrations.ax.register_with_ax]). Ax is an optional
+dependency (``pip install "treebo[ax]"``); importing this module without it raises an
+``ImportError`` that says so.
 """
 
 from __future__ import annotations
@@ -66,15 +63,13 @@ def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
     ``dependents``.
 
     Parameters that no choice activates sit on the root vertex. A choice's
-    ``dependents[value]`` become the parameters and choices of the vertex that
-    ``value`` leads to; a parameter listed under several values of one choice
-    is one parameter shared by those options. Float ranges become
-    [`Real`][treebo.space.parameters.Real], integer ranges
-    [`Integer`][treebo.space.parameters.Integer], and choices
-    without dependents [`Categorical`][treebo.space.parameters.Categorical] (ordered if
-    Ax's is).
-    Parameter names and choice values carry over (a choice value is the
-    option's label in treebo's dicts).
+    ``dependents[value]`` become the parameters and choices of the vertex that ``value``
+    leads to; a parameter listed under several values of one choice is one parameter
+    shared by those options. Float ranges become [`Real`][treebo.space.parameters.Real],
+    integer ranges [`Integer`][treebo.space.parameters.Integer], and choices without
+    dependents [`Categorical`][treebo.space.parameters.Categorical] (ordered if Ax's
+    is). Parameter names and choice values carry over (a choice value is the option's
+    label in treebo's dicts).
 
     Args:
         search_space: An Ax ``SearchSpace`` of ``RangeParameter``\\ s (log scale
@@ -126,13 +121,13 @@ def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
 def ax_search_space(space: TreeSpace) -> SearchSpace:
     """An Ax search space with ``dependents`` that describes ``space``.
 
-    Reals and integers become ``RangeParameter``\\ s, categoricals
-    ``ChoiceParameter``\\ s (ordered as theirs), and choices
-    ``ChoiceParameter``\\ s with ``dependents`` (ordered: their order only
-    matters to Ax's transforms; [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] only uses
-    them to pick branches, and ordered choices are not one-hot encoded, which
-    keeps one column per choice); Ax sorts numeric choice values. Labels must
-    be ``int``, ``float``, ``bool`` or ``str`` of one type per parameter.
+    Reals and integers become ``RangeParameter``\\ s, categoricals ``ChoiceParameter``\\
+    s (ordered as theirs), and choices ``ChoiceParameter``\\ s with ``dependents``
+    (ordered: their order only matters to Ax's transforms;
+    [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] only uses them to pick branches, and
+    ordered choices are not one-hot encoded, which keeps one column per choice); Ax
+    sorts numeric choice values. Labels must be ``int``, ``float``, ``bool`` or ``str``
+    of one type per parameter.
 
     Raises:
         ValueError: Naming the parameter, for labels Ax cannot hold and for a
@@ -199,14 +194,11 @@ _REGISTERED = False
 def register_with_ax() -> None:
     """Make ``AddTreeGP`` and ``NoiseFloorLikelihood`` known to Ax.
 
-    Both go into Ax's JSON and SQL storage registries (Ax's
-    ``register_model`` for the model, the same registries for the
-    likelihood), so an experiment whose generation strategy uses them saves
-    and loads; ``AddTreeGP`` also gets its model-input constructor
-    (`_register_ax_input_constructor()`),
-    so a loaded experiment
-    generates as the saved one did. Importing this module calls it; calling
-    it again does nothing.
+    Both go into Ax's JSON and SQL storage registries (Ax's ``register_model`` for the
+    model, the same registries for the likelihood), so an experiment whose generation
+    strategy uses them saves and loads; ``AddTreeGP`` also gets its model-input
+    constructor (`_register_ax_input_constructor()`), so a loaded experiment generates
+    as the saved one did. Importing this module calls it; calling it again does nothing.
 
     Example:
         >>> from ax.storage.botorch_modular_registry import REVERSE_MODEL_REGISTRY
@@ -293,15 +285,11 @@ def add_tree_generation_strategy(
         num_initial_trials: Quasi-random trials before the model takes over.
         model_options: The kernel's settings, as
             [`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions]
-            or a dict of its
-            fields. Default: the loop's
-            (`LOOP_MODEL_OPTIONS`:
-            lengthscales and output scales shared by depth, an offset per
-            vertex, shared components); ``{}`` gives Definition 4 of the
-            Add-Tree paper.
+            or a dict of its fields. Default: the loop's (`LOOP_MODEL_OPTIONS`:
+            lengthscales and output scales shared by depth, an offset per vertex, shared
+            components); ``{}`` gives Definition 4 of the Add-Tree paper.
         seed: Seed of the Sobol trials (default: unseeded).
-        noise_floor: Lower bound on the noise variance of the standardized
-            outcomes (see
+        noise_floor: Lower bound on the noise variance of the standardized outcomes (see
             [`noise_floor_likelihood()`][treebo.gp.fit.noise_floor_likelihood]; e.g.
             ``1e-6`` for a deterministic objective, as in
             [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]). Default: BoTorch's

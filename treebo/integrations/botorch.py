@@ -3,9 +3,8 @@
 
 BoTorch describes a conditional space by the columns of its input tensor:
 ``{parent_col: {value: [child_cols]}}`` (see
-``botorch.models.hierarchical.HierarchicalConditionalKernelGP``). treebo reads
-that format and keeps its layout, so models of both packages consume the same
-tensors;
+``botorch.models.hierarchical.HierarchicalConditionalKernelGP``). treebo reads that
+format and keeps its layout, so models of both packages consume the same tensors;
 [`to_hierarchical_dependencies()`][treebo.space.tree_space.TreeSpace.to_hierarchical_dependencies]
 writes it.
 """

@@ -3,18 +3,16 @@ r"""ConfigSpace integration: SMAC's ``ConfigurationSpace`` as a treebo space.
 A ``ConfigurationSpace`` whose conditions make each hyperparameter depend on at
 most one categorical parent is a tree-structured space:
 
-========================================  =========================================
-ConfigSpace                               treebo
-========================================  =========================================
-``UniformFloatHyperparameter`` (``log``) [`Real`][treebo.space.parameters.Real]
-(``log_scale``)
-``UniformIntegerHyperparameter``          [`Integer`][treebo.space.parameters.Integer]
-``CategoricalHyperparameter`` [`Choice`][treebo.space.parameters.Choice] if some
-                                          hyperparameter is conditioned on it,
-                                          else
+======================================== =========================================
+ConfigSpace treebo ========================================
+========================================= ``UniformFloatHyperparameter`` (``log``)
+[`Real`][treebo.space.parameters.Real] (``log_scale``) ``UniformIntegerHyperparameter``
+[`Integer`][treebo.space.parameters.Integer] ``CategoricalHyperparameter``
+[`Choice`][treebo.space.parameters.Choice] if some
+                                          hyperparameter is conditioned on it, else
                                           [`Categorical`][treebo.space.parameters.Categorical]
-``OrdinalHyperparameter``                 the same, ``ordered=True``
-``Constant`` a [`Categorical`][treebo.space.parameters.Categorical] of one
+``OrdinalHyperparameter`` the same, ``ordered=True`` ``Constant`` a
+[`Categorical`][treebo.space.parameters.Categorical] of one
                                           value
 ``EqualsCondition``, ``InCondition``,     the child under the parent's options
 ``NotEqualsCondition``, and ``And``/      that the condition admits (several

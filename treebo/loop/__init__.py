@@ -11,18 +11,16 @@
     result.best_params, result.best_value
 
 Every evaluation is recorded as a [`Trial`][treebo.loop.history.Trial]. An objective
-that raises or
-returns anything but a finite real number is recorded as failed, with the
-reason, and the loop goes on (the model sees the worst score observed so far
-at that point, so it steers away from it); a
-[`ProcessExecutor`][treebo.loop.executors.ProcessExecutor] also
-ends evaluations that run past a time limit, and a
-[`TimeLimitExecutor`][treebo.loop.executors.TimeLimitExecutor] puts one on
-any executor (a Dask or Ray cluster's). With a ``checkpoint`` path every
-evaluation is appended to a journal as soon as it is told, and a run started
-with the same path and settings resumes from it exactly. Each finished trial
-is logged at INFO on the ``"treebo"`` logger, on stderr by default
-([`set_verbosity()`][treebo.loop.log.set_verbosity],
+that raises or returns anything but a finite real number is recorded as failed, with the
+reason, and the loop goes on (the model sees the worst score observed so far at that
+point, so it steers away from it); a
+[`ProcessExecutor`][treebo.loop.executors.ProcessExecutor] also ends evaluations that
+run past a time limit, and a
+[`TimeLimitExecutor`][treebo.loop.executors.TimeLimitExecutor] puts one on any executor
+(a Dask or Ray cluster's). With a ``checkpoint`` path every evaluation is appended to a
+journal as soon as it is told, and a run started with the same path and settings resumes
+from it exactly. Each finished trial is logged at INFO on the ``"treebo"`` logger, on
+stderr by default ([`set_verbosity()`][treebo.loop.log.set_verbosity],
 [`treebo.loop.log`][treebo.loop.log]).
 """
 

@@ -1,13 +1,12 @@
 r"""Minimizing a function of a tensor over a box:
 [`minimize_box()`][treebo.loop.box.minimize_box].
 
-For objectives of many continuous variables (tens to thousands) written on
-tensors, naming each variable is a chore.
-[`minimize_box()`][treebo.loop.box.minimize_box] builds the
-space from a ``2 x d`` tensor of bounds (variables ``x0, x1, ...``), calls the
-objective with a ``d`` tensor, and returns the evaluated points as tensors
-besides the usual result. Everything else (strategies, failures, checkpoints,
-parallel workers) is [`minimize()`][treebo.loop.run.minimize]'s.
+For objectives of many continuous variables (tens to thousands) written on tensors,
+naming each variable is a chore. [`minimize_box()`][treebo.loop.box.minimize_box] builds
+the space from a ``2 x d`` tensor of bounds (variables ``x0, x1, ...``), calls the
+objective with a ``d`` tensor, and returns the evaluated points as tensors besides the
+usual result. Everything else (strategies, failures, checkpoints, parallel workers) is
+[`minimize()`][treebo.loop.run.minimize]'s.
 """
 
 from __future__ import annotations

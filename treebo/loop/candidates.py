@@ -1,11 +1,10 @@
 """Pools of configurations: validating them and leaving out what was asked.
 
 [`encode_candidates()`][treebo.loop.candidates.encode_candidates] turns a user's pool (a
-list of configurations, or
-their encoding) into canonical ``m x d`` encodings with a clear error for
-anything that is not a configuration of the space;
-[`fresh_candidates()`][treebo.loop.candidates.fresh_candidates]
-keeps the rows that are neither evaluated nor pending. The loop
+list of configurations, or their encoding) into canonical ``m x d`` encodings with a
+clear error for anything that is not a configuration of the space;
+[`fresh_candidates()`][treebo.loop.candidates.fresh_candidates] keeps the rows that are
+neither evaluated nor pending. The loop
 ([`ask()`][treebo.loop.optimizer.TreeOptimizer.ask]) then scores the fresh rows.
 
 Example:
@@ -44,12 +43,11 @@ def encode_candidates(
             in inactive columns.
 
     Raises:
-        ValueError: If the pool is empty or an encoded row is not a
-            configuration of the space (wrong width, not finite, out of
-            bounds, a value between a categorical's codes or an integer's
-            steps); [`ConfigurationError`][treebo.space.parameters.ConfigurationError]
-            naming the
-            parameter for an invalid dict.
+        ValueError: If the pool is empty or an encoded row is not a configuration of the
+            space (wrong width, not finite, out of bounds, a value between a
+            categorical's codes or an integer's steps);
+            [`ConfigurationError`][treebo.space.parameters.ConfigurationError] naming
+            the parameter for an invalid dict.
     """
     if isinstance(candidates, Tensor):
         pool = candidates.detach().to("cpu", torch.float64)

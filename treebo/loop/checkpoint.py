@@ -9,11 +9,11 @@ appended and flushed to disk as it happens:
 - ``{"strategy_state": {...}}``: the strategy's state after a proposal (e.g.
   the hyper-parameters its next fit starts from), written when it changed.
 
-Appending costs $O(1)$ per event, whatever the length of the history.
-Reading a journal keeps every complete line: a last line cut short by a kill
-is dropped with a warning. Opening a run compacts its journal (header, trials,
-last state) into a fresh file. Choice values are written as the index of
-their label, so any hashable label survives the round trip.
+Appending costs $O(1)$ per event, whatever the length of the history. Reading a journal
+keeps every complete line: a last line cut short by a kill is dropped with a warning.
+Opening a run compacts its journal (header, trials, last state) into a fresh file.
+Choice values are written as the index of their label, so any hashable label survives
+the round trip.
 
 A resumed run proposes exactly what the uninterrupted run would have; a
 journal of a different run is refused with an error that names what differs.
@@ -79,10 +79,8 @@ class Checkpoint:
         history: Every trial.
         strategy_state: The strategy's
             [`state_dict()`][treebo.strategies.base.Strategy.state_dict] as the proposal
-            of
-            the last told trial left it (a state written by a later proposal,
-            never told, is dropped: the resumed run makes that proposal
-            again).
+            of the last told trial left it (a state written by a later proposal, never
+            told, is dropped: the resumed run makes that proposal again).
     """
 
     identity: dict[str, Any]
@@ -244,10 +242,10 @@ class Journal:
 
     def _acquire_lock(self) -> None:
         """Hold an exclusive lock on ``<path>.lock`` until
-        [`release()`][treebo.loop.checkpoint.Journal.release]
-        (or until this process ends, also by a kill). A journal of this
-        process on the same file is superseded (a re-run notebook cell, a
-        resumed optimizer): it releases the lock and refuses to append. Where
+        [`release()`][treebo.loop.checkpoint.Journal.release] (or until this process
+        ends, also by a kill). A journal of this process on the same file is superseded
+        (a re-run notebook cell, a resumed optimizer): it releases the lock and refuses
+        to append. Where
         ``fcntl`` is missing (Windows) there is no lock."""
         if self._lock is not None:
             return
@@ -405,8 +403,8 @@ def checkpoint_header(path: str | os.PathLike) -> dict[str, Any]:
 
 def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationResult:
     """The trials of a checkpoint as an
-    [`OptimizationResult`][treebo.loop.history.OptimizationResult], read
-    without opening the run (no lock, no compaction; any model settings).
+    [`OptimizationResult`][treebo.loop.history.OptimizationResult], read without opening
+    the run (no lock, no compaction; any model settings).
 
     Raises:
         ValueError: If ``path`` is not a treebo checkpoint.

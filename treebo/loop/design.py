@@ -19,12 +19,11 @@ def default_initial_size(space: TreeSpace) -> int:
 def initial_design(space: TreeSpace, n: int, seed: int | None) -> list[dict[str, Any]]:
     """``n`` scrambled Sobol configurations.
 
-    Values (and labels, and integers) come from one scrambled Sobol sequence
-    over the whole encoding
-    ([`from_unit_cube()`][treebo.space.tree_space.TreeSpace.from_unit_cube]). Where
-    the space has at most ``n`` paths, they are then visited in a shuffled
-    round-robin, so that every path is tried and each path's points are
-    spread out as well.
+    Values (and labels, and integers) come from one scrambled Sobol sequence over the
+    whole encoding
+    ([`from_unit_cube()`][treebo.space.tree_space.TreeSpace.from_unit_cube]). Where the
+    space has at most ``n`` paths, they are then visited in a shuffled round-robin, so
+    that every path is tried and each path's points are spread out as well.
 
     Args:
         space: The search space.

@@ -1,18 +1,16 @@
 """Evaluations with a time limit.
 
-Python cannot stop a function that hangs in a thread. An evaluation that may
-hang (a simulator that deadlocks, a training run that never converges) is
-run in a process of its own instead, which can be ended: each call submitted
-to a [`ProcessExecutor`][treebo.loop.executors.ProcessExecutor] starts a fresh
-process, and a call that runs past ``timeout`` seconds has its process ended
-and its future raise [`EvaluationTimeout`][treebo.loop.executors.EvaluationTimeout].
-[`minimize()`][treebo.loop.run.minimize] records that as a failed trial and
-goes on.
+Python cannot stop a function that hangs in a thread. An evaluation that may hang (a
+simulator that deadlocks, a training run that never converges) is run in a process of
+its own instead, which can be ended: each call submitted to a
+[`ProcessExecutor`][treebo.loop.executors.ProcessExecutor] starts a fresh process, and a
+call that runs past ``timeout`` seconds has its process ended and its future raise
+[`EvaluationTimeout`][treebo.loop.executors.EvaluationTimeout].
+[`minimize()`][treebo.loop.run.minimize] records that as a failed trial and goes on.
 
 On a cluster (Dask, Ray), where the cluster owns the worker processes,
-[`TimeLimitExecutor`][treebo.loop.executors.TimeLimitExecutor] puts the same
-limit on any executor: each call runs in a child process of its worker, ended
-past the limit.
+[`TimeLimitExecutor`][treebo.loop.executors.TimeLimitExecutor] puts the same limit on
+any executor: each call runs in a child process of its worker, ended past the limit.
 
 Example:
     >>> import time
@@ -62,23 +60,20 @@ class EvaluationTimeout(TimeoutError):
 class ProcessExecutor(Executor):
     """A `concurrent.futures.Executor` that runs each call in a new process.
 
-    Unlike `ProcessPoolExecutor`, no worker is
-    reused, so a call that runs too long can be ended without touching the
-    others, and a call that crashes its process (a segfault, ``os._exit``)
-    fails alone with a `ChildProcessError`.
+    Unlike `ProcessPoolExecutor`, no worker is reused, so a call that runs too long can
+    be ended without touching the others, and a call that crashes its process (a
+    segfault, ``os._exit``) fails alone with a `ChildProcessError`.
 
     Args:
         max_workers: How many calls run at once; further calls wait.
-        timeout: Seconds a call may run (``None``: no limit). A call past it
-            has its process terminated (killed if it has not exited
-            `TERMINATE_GRACE` seconds later)
-            and its future raises
+        timeout: Seconds a call may run (``None``: no limit). A call past it has its
+            process terminated (killed if it has not exited `TERMINATE_GRACE` seconds
+            later) and its future raises
             [`EvaluationTimeout`][treebo.loop.executors.EvaluationTimeout].
-        mp_context: The `multiprocessing` context that starts the
-            processes (default: the platform's default start method, as for
-            ``ProcessPoolExecutor``). With ``"spawn"`` or ``"forkserver"``
-            the function and its arguments must be picklable. Results and
-            exceptions always travel back pickled.
+        mp_context: The `multiprocessing` context that starts the processes (default:
+            the platform's default start method, as for ``ProcessPoolExecutor``). With
+            ``"spawn"`` or ``"forkserver"`` the function and its arguments must be
+            picklable. Results and exceptions always travel back pickled.
 
     Example:
         >>> with ProcessExecutor(max_workers=1, timeout=60) as pool:
@@ -158,25 +153,23 @@ class ProcessExecutor(Executor):
 class TimeLimitExecutor(Executor):
     """Any executor, with a time limit on each call.
 
-    Each call runs, on the wrapped executor's worker, in a child process of
-    that worker (forked where the platform allows, so ``fn`` need not be
-    picklable again). A call still running ``timeout`` seconds after it
-    started has its child process ended, and its future raises
-    [`EvaluationTimeout`][treebo.loop.executors.EvaluationTimeout]: the worker
-    is free again at once, which cancelling a Dask or Ray task that hangs
-    would not do. A child process that dies (a segfault, ``os._exit``) fails
-    its call alone with a `ChildProcessError`. Results and exceptions travel
-    back from the child pickled.
+    Each call runs, on the wrapped executor's worker, in a child process of that worker
+    (forked where the platform allows, so ``fn`` need not be picklable again). A call
+    still running ``timeout`` seconds after it started has its child process ended, and
+    its future raises [`EvaluationTimeout`][treebo.loop.executors.EvaluationTimeout]:
+    the worker is free again at once, which cancelling a Dask or Ray task that hangs
+    would not do. A child process that dies (a segfault, ``os._exit``) fails its call
+    alone with a `ChildProcessError`. Results and exceptions travel back from the child
+    pickled.
 
-    Dask's worker processes are daemonic by default, and a daemonic process
-    may not start children: start the cluster under
+    Dask's worker processes are daemonic by default, and a daemonic process may not
+    start children: start the cluster under
     ``dask.config.set({"distributed.worker.daemon": False})``.
 
     Args:
-        executor: The executor that runs the calls (a Dask
-            ``Client.get_executor()``, a
-            [`RayExecutor`][treebo.integrations.ray.RayExecutor], a thread
-            pool). Shut down with this one.
+        executor: The executor that runs the calls (a Dask ``Client.get_executor()``, a
+            [`RayExecutor`][treebo.integrations.ray.RayExecutor], a thread pool). Shut
+            down with this one.
         timeout: Seconds a call may run, a positive number.
 
     Example:

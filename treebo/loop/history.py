@@ -84,9 +84,8 @@ class History(Sequence[Trial]):
     r"""The trials of a run, with their tensor encoding kept alongside.
 
     Each [`append()`][treebo.loop.history.History.append] encodes the new configuration
-    once and writes it into
-    a buffer that doubles when full, so reading the ``n x d`` inputs costs no
-    re-encoding (amortized $O(d)$ per trial).
+    once and writes it into a buffer that doubles when full, so reading the ``n x d``
+    inputs costs no re-encoding (amortized $O(d)$ per trial).
 
     Args:
         space: The search space the configurations belong to.

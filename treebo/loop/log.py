@@ -1,13 +1,12 @@
 """treebo's logger: one line per finished trial, on stderr by default.
 
-As in Optuna, the library logger ``"treebo"`` has its own handler (stderr,
-level INFO) and does not propagate to the root logger, so a run says what it
-does without any set-up, and nothing is printed twice where an application
-configures logging itself. [`set_verbosity()`][treebo.loop.log.set_verbosity] changes
-the level
+As in Optuna, the library logger ``"treebo"`` has its own handler (stderr, level INFO)
+and does not propagate to the root logger, so a run says what it does without any
+set-up, and nothing is printed twice where an application configures logging itself.
+[`set_verbosity()`][treebo.loop.log.set_verbosity] changes the level
 (``logging.WARNING`` keeps warnings only);
-[`disable_default_handler()`][treebo.loop.log.disable_default_handler]
-hands the records to the application's handlers instead.
+[`disable_default_handler()`][treebo.loop.log.disable_default_handler] hands the records
+to the application's handlers instead.
 
 Example:
     >>> import logging

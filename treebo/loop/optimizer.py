@@ -2,11 +2,9 @@ r"""Ask/tell Bayesian optimization on a
 [`TreeSpace`][treebo.space.tree_space.TreeSpace].
 
 [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer] is the loop's core: the history,
-the pending
-configurations, the initial design, failed evaluations and checkpoints. What
+the pending configurations, the initial design, failed evaluations and checkpoints. What
 to evaluate next is decided by a strategy ([`treebo.strategies`][treebo.strategies]),
-picked
-by name with ``model=``.
+picked by name with ``model=``.
 
 Example:
     >>> from treebo import TreeOptimizer
@@ -69,13 +67,11 @@ class TreeOptimizer:
 
     Args:
         space: The search space.
-        model: The strategy: a registered name (``"add_tree"``, the default:
-            LogEI on an [`AddTreeGP`][treebo.add_tree.model.AddTreeGP];
-            ``"add_tree_ucb"``: Add-Tree-GP-UCB; ``"tree_additive"``;
-            ``"treed"``; ``"jenatton_tree"``, ``"jenatton_tree_nonlinear"``,
-            ``"independent"``: the baselines of
-            ``treebo.jenatton``), a strategy's options
-            object, which names it (e.g.
+        model: The strategy: a registered name (``"add_tree"``, the default: LogEI on an
+            [`AddTreeGP`][treebo.add_tree.model.AddTreeGP]; ``"add_tree_ucb"``:
+            Add-Tree-GP-UCB; ``"tree_additive"``; ``"treed"``; ``"jenatton_tree"``,
+            ``"jenatton_tree_nonlinear"``, ``"independent"``: the baselines of
+            ``treebo.jenatton``), a strategy's options object, which names it (e.g.
             ``AddTreeOptions(noise_floor=1e-4)``), or a
             [`Strategy`][treebo.strategies.base.Strategy] (which also sets the device
             and dtype of the models: ``AddTreeStrategy(device="cuda")``).
@@ -83,16 +79,14 @@ class TreeOptimizer:
         n_initial: Size of the initial design (default: number of paths + 1,
             between 5 and 20).
         seed: Seed of the initial design and the optimizers.
-        checkpoint: A journal file (JSON lines) that every evaluation is
-            appended to as soon as it is told; if it exists, the run resumes
-            from it (it must have the same settings). One process at a time
-            holds it (a lock beside it, released by
-            [`close()`][treebo.loop.optimizer.TreeOptimizer.close] or when the
+        checkpoint: A journal file (JSON lines) that every evaluation is appended to as
+            soon as it is told; if it exists, the run resumes from it (it must have the
+            same settings). One process at a time holds it (a lock beside it, released
+            by [`close()`][treebo.loop.optimizer.TreeOptimizer.close] or when the
             process ends); another is refused with
             [`CheckpointInUseError`][treebo.loop.checkpoint.CheckpointInUseError]. A
-            newer optimizer of
-            this process on the same file takes it over, and the older one
-            raises that error if told again.
+            newer optimizer of this process on the same file takes it over, and the
+            older one raises that error if told again.
 
     Example:
         >>> import pathlib, tempfile
@@ -248,8 +242,8 @@ class TreeOptimizer:
 
         Args:
             params: A configuration (normally one returned by
-                [`ask()`][treebo.loop.optimizer.TreeOptimizer.ask]; one
-                that differs from it by float round-off counts as it).
+                [`ask()`][treebo.loop.optimizer.TreeOptimizer.ask]; one that differs
+                from it by float round-off counts as it).
             value: The objective value, a real number. Anything else (``None``,
                 NaN, an infinity, a string, a bool, an exception) records a
                 failed trial with the reason in its ``error``.
@@ -412,12 +406,11 @@ class TreeOptimizer:
     def training_data(self) -> tuple[Tensor, Tensor]:
         """Encoded inputs and standardized scores to maximize (``n x d``, ``n x 1``).
 
-        Scores are ``value`` when maximizing and ``-value`` when minimizing,
-        with far-out bad scores raised to the bulk's lower fence and then
-        standardized over the successful trials (zero mean, unit variance; see
+        Scores are ``value`` when maximizing and ``-value`` when minimizing, with
+        far-out bad scores raised to the bulk's lower fence and then standardized over
+        the successful trials (zero mean, unit variance; see
         [`standardize_scores()`][treebo.loop.outcomes.standardize_scores]), so that
-        ``c * f + b``
-        gives the same proposals as ``f`` for any ``c > 0``; failed trials
+        ``c * f + b`` gives the same proposals as ``f`` for any ``c > 0``; failed trials
         get the worst score.
         """
         values = self.history.values

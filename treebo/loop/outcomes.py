@@ -1,17 +1,15 @@
 r"""What the loop accepts as an objective value, and the scores it models.
 
 [`parse_outcome()`][treebo.loop.outcomes.parse_outcome] turns whatever an objective
-returned into a finite float
-or a failure with its reason.
+returned into a finite float or a failure with its reason.
 [`standardize_scores()`][treebo.loop.outcomes.standardize_scores] maps the successful
-values to zero mean and unit variance before any model sees them, so that the
-loop makes the same proposals for $c f + b$ as for $f$ (any
-$c > 0$, up to round-off), however small or large the values' spread.
-Before that, [`raise_far_out()`][treebo.loop.outcomes.raise_far_out] lifts scores far
-below the bulk (a training
-run that diverged, a simulator that blew up) to the bulk's lower fence: the
-model has to resolve the good scores, and one value of ``-1e300`` would
-otherwise leave all the others at the same standardized number.
+values to zero mean and unit variance before any model sees them, so that the loop makes
+the same proposals for $c f + b$ as for $f$ (any $c > 0$, up to round-off), however
+small or large the values' spread. Before that,
+[`raise_far_out()`][treebo.loop.outcomes.raise_far_out] lifts scores far below the bulk
+(a training run that diverged, a simulator that blew up) to the bulk's lower fence: the
+model has to resolve the good scores, and one value of ``-1e300`` would otherwise leave
+all the others at the same standardized number.
 
 Example:
     >>> parse_outcome(0.5)
@@ -69,13 +67,11 @@ FAR_OUT = 3.0
 def raise_far_out(scores: Tensor) -> Tensor:
     r"""Scores to maximize with the far-out low ones raised to the lower fence.
 
-    With quartiles $q_1, q_3$ of ``scores``, the fence is
-    $L = q_1 - 3 (q_3 - q_1)$ and the result is $\max(s_i, L)$.
-    Only the bad tail is touched: how bad a diverged evaluation was says
-    nothing about where the optimum is, while the spread of the good scores
-    is what the model must resolve. The fence moves with $c s + b$
-    ($c > 0$), so the result does too. With $q_1 = q_3$ (half the
-    scores tied) nothing is raised.
+    With quartiles $q_1, q_3$ of ``scores``, the fence is $L = q_1 - 3 (q_3 - q_1)$ and
+    the result is $\max(s_i, L)$. Only the bad tail is touched: how bad a diverged
+    evaluation was says nothing about where the optimum is, while the spread of the good
+    scores is what the model must resolve. The fence moves with $c s + b$ ($c > 0$), so
+    the result does too. With $q_1 = q_3$ (half the scores tied) nothing is raised.
 
     Args:
         scores: ``n`` finite scores.
@@ -102,14 +98,12 @@ def standardize_scores(scores: Tensor) -> Tensor:
     r"""Successful scores at zero mean and unit variance; failures at the worst.
 
     The successful scores first pass
-    [`raise_far_out()`][treebo.loop.outcomes.raise_far_out]. With $s_i$
-    those scores, $a = \max_i |s_i|$ and
-    $z_i = s_i / a$, returns $(z_i - \bar z) / \mathrm{sd}(z)$
+    [`raise_far_out()`][treebo.loop.outcomes.raise_far_out]. With $s_i$ those scores,
+    $a = \max_i |s_i|$ and $z_i = s_i / a$, returns $(z_i - \bar z) / \mathrm{sd}(z)$
     (unbiased standard deviation), which equals $(s_i - \bar s) /
-    \mathrm{sd}(s)$ but neither overflows for values near the float64
-    limit nor underflows for spreads near its resolution. A spread of zero,
-    or a single success, keeps the unit scale. Failed entries (NaN) get the
-    lowest standardized score.
+    \mathrm{sd}(s)$ but neither overflows for values near the float64 limit nor
+    underflows for spreads near its resolution. A spread of zero, or a single success,
+    keeps the unit scale. Failed entries (NaN) get the lowest standardized score.
 
     Args:
         scores: ``n`` scores, NaN for failed evaluations.

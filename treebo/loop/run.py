@@ -75,11 +75,10 @@ def minimize(
     """Minimize (or maximize) ``objective`` over ``space`` with ``budget`` evaluations.
 
     With ``n_workers > 1`` up to that many evaluations run at once: whenever one
-    finishes, its result is told and a new configuration is asked for, with the
-    ones still running treated as pending (see
-    [`TreeOptimizer.ask()`][treebo.loop.optimizer.TreeOptimizer.ask]). The
-    run then depends on the order in which evaluations finish, so a seed no
-    longer fixes it.
+    finishes, its result is told and a new configuration is asked for, with the ones
+    still running treated as pending (see
+    [`TreeOptimizer.ask()`][treebo.loop.optimizer.TreeOptimizer.ask]). The run then
+    depends on the order in which evaluations finish, so a seed no longer fixes it.
 
     Args:
         objective: Takes a dict of active parameter values, returns a float.
@@ -90,10 +89,9 @@ def minimize(
         seed: Seed for reproducibility.
         model: The strategy: a name (``"add_tree"``, ``"add_tree_ucb"``,
             ``"tree_additive"``, ``"treed"``, ``"jenatton_tree"``,
-            ``"jenatton_tree_nonlinear"``, ``"independent"``), a strategy's
-            options object
-            (e.g. [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]), or a
-            [`Strategy`][treebo.strategies.base.Strategy] (see
+            ``"jenatton_tree_nonlinear"``, ``"independent"``), a strategy's options
+            object (e.g. [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]), or
+            a [`Strategy`][treebo.strategies.base.Strategy] (see
             [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]).
         maximize: Maximize instead.
         n_initial: Size of the initial design (see
@@ -103,24 +101,21 @@ def minimize(
             settings). Evaluations still running when a run is killed are not
             in it (a resumed run proposes again).
         n_workers: How many evaluations may run at once.
-        executor: A `concurrent.futures.Executor` to run the evaluations
-            in; it is not shut down here. A
-            [`ProcessExecutor`][treebo.loop.executors.ProcessExecutor] runs each
-            evaluation in a
-            process of its own and ends the ones that run past its
-            ``timeout`` (recorded as failed trials); a ``ProcessPoolExecutor``
-            needs a picklable ``objective``. Default: the calling thread when
-            ``n_workers == 1``, else a ``ThreadPoolExecutor`` with
-            ``n_workers`` threads (suits objectives that wait on a subprocess,
-            a GPU or a remote job).
+        executor: A `concurrent.futures.Executor` to run the evaluations in; it is not
+            shut down here. A [`ProcessExecutor`][treebo.loop.executors.ProcessExecutor]
+            runs each evaluation in a process of its own and ends the ones that run past
+            its ``timeout`` (recorded as failed trials); a ``ProcessPoolExecutor`` needs
+            a picklable ``objective``. Default: the calling thread when
+            ``n_workers == 1``, else a ``ThreadPoolExecutor`` with ``n_workers`` threads
+            (suits objectives that wait on a subprocess, a GPU or a remote job).
         callback: Called with each new [`Trial`][treebo.loop.history.Trial].
-        progress: Show a progress bar (tqdm) with the best value so far on
-            stderr; default: where stderr is a terminal. Each finished trial
-            is also logged at INFO ([`set_verbosity()`][treebo.loop.log.set_verbosity]).
-        candidates: Evaluate only configurations of this pool (a tabular
-            benchmark, a pre-computed design, the settings a lab can run),
-            each at most once: a list of configurations or their ``m x d``
-            encoding (``space.to_tensor(configs)``); see
+        progress: Show a progress bar (tqdm) with the best value so far on stderr;
+            default: where stderr is a terminal. Each finished trial is also logged at
+            INFO ([`set_verbosity()`][treebo.loop.log.set_verbosity]).
+        candidates: Evaluate only configurations of this pool (a tabular benchmark, a
+            pre-computed design, the settings a lab can run), each at most once: a list
+            of configurations or their ``m x d`` encoding
+            (``space.to_tensor(configs)``); see
             [`TreeOptimizer.ask()`][treebo.loop.optimizer.TreeOptimizer.ask].
 
     Returns:
@@ -205,8 +200,7 @@ def _run(
     record: Callable[[dict[str, Any], Any, float], None],
 ) -> OptimizationResult:
     """The evaluations of [`minimize()`][treebo.loop.run.minimize] up to ``budget``, in
-    the calling
-    thread or on ``executor`` (arguments as
+    the calling thread or on ``executor`` (arguments as
     [`minimize()`][treebo.loop.run.minimize]'s)."""
 
     if executor is None and n_workers == 1:

@@ -3,8 +3,7 @@
 The generic optimizers live here; the model families' own optimizers
 ([`optimize_add_tree_ucb()`][treebo.add_tree.optimize.optimize_add_tree_ucb],
 [`optimize_acqf_zooming()`][treebo.tree_additive.zooming.optimize_acqf_zooming], ...)
-are re-exported at
-this path and load on first use.
+are re-exported at this path and load on first use.
 """
 
 from treebo._exports import lazy_exports

@@ -57,9 +57,7 @@ def _scored_neighbours(
 
 def lists_paths(space: TreeSpace) -> bool:
     """Whether ``space`` is optimized path by path (`optimize_acqf_tree()`):
-    at most `MAX_LISTED_PATHS` paths and
-    no
-    integer or categorical parameters; else by
+    at most `MAX_LISTED_PATHS` paths and no integer or categorical parameters; else by
     [`optimize_acqf_mixed_tree()`][treebo.optim.mixed.optimize_acqf_mixed_tree]."""
     return (
         space.num_paths <= MAX_LISTED_PATHS
@@ -70,8 +68,7 @@ def lists_paths(space: TreeSpace) -> bool:
 
 class NeighbourTable:
     """The discrete moves of a space, as tensors
-    ([`of()`][treebo.optim.mixed.NeighbourTable.of] builds them once
-    per space).
+    ([`of()`][treebo.optim.mixed.NeighbourTable.of] builds them once per space).
 
     Attributes:
         columns: ``M`` column changed by each move.
@@ -182,8 +179,7 @@ def optimize_acqf_mixed_tree(
 
     Returns:
         A [`TreeCandidate`][treebo.optim.tree_optimize.TreeCandidate] whose ``path`` is
-        ``None`` and
-        whose ``path_candidates`` are the starts' final points and their
+        ``None`` and whose ``path_candidates`` are the starts' final points and their
         neighbours (valid, distinct rows, best first), with their values in
         ``path_values``.
 

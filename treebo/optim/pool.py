@@ -8,11 +8,10 @@ $$
 x^\star = \operatorname*{arg\,max}_{x \in P} \alpha(x),
 $$
 
-scored in chunks of ``chunk_size`` rows so that memory stays bounded whatever
-the pool's size (the cost is $O(|P|)$ acquisition evaluations, one batch
-per chunk). [`rows_matching()`][treebo.optim.pool.rows_matching] finds the pool rows
-that repeat evaluated
-configurations, so that they can be left out.
+scored in chunks of ``chunk_size`` rows so that memory stays bounded whatever the pool's
+size (the cost is $O(|P|)$ acquisition evaluations, one batch per chunk).
+[`rows_matching()`][treebo.optim.pool.rows_matching] finds the pool rows that repeat
+evaluated configurations, so that they can be left out.
 
 Example:
     >>> import torch

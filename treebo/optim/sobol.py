@@ -1,13 +1,12 @@
 r"""Acquisition maximization on a dense Sobol set, then gradient polishing.
 
-Paper 003 maximizes EI over a 20,000-point Sobol grid (as Spearmint does): a
-treed model's acquisition is discontinuous at leaf boundaries and often has
-many narrow peaks, which a dense space-filling set finds more reliably than a
-few gradient starts. [`optimize_acqf_sobol()`][treebo.optim.sobol.optimize_acqf_sobol]
-scores such a set in
-batches (no gradients), then polishes the best ``num_polish`` points at once
-with BoTorch's batched L-BFGS-B (``gen_candidates_scipy``) inside the bounds,
-and returns the best point seen by either stage.
+Paper 003 maximizes EI over a 20,000-point Sobol grid (as Spearmint does): a treed
+model's acquisition is discontinuous at leaf boundaries and often has many narrow peaks,
+which a dense space-filling set finds more reliably than a few gradient starts.
+[`optimize_acqf_sobol()`][treebo.optim.sobol.optimize_acqf_sobol] scores such a set in
+batches (no gradients), then polishes the best ``num_polish`` points at once with
+BoTorch's batched L-BFGS-B (``gen_candidates_scipy``) inside the bounds, and returns the
+best point seen by either stage.
 
 Cost: ``num_points`` acquisition evaluations plus one batched L-BFGS-B run of
 ``num_polish`` starts.

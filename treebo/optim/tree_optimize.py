@@ -2,12 +2,10 @@ r"""Any acquisition function over all paths of a
 [`TreeSpace`][treebo.space.tree_space.TreeSpace].
 
 [`optimize_acqf_tree()`][treebo.optim.tree_optimize.optimize_acqf_tree] maximizes any
-BoTorch acquisition function (e.g.
-``LogExpectedImprovement``) over all paths at once: the restarts of every path
-are stacked in one batch in which each row frees only its path's active
-continuous columns. The helpers here (starts perturbed around the best
-observations, distinct rows, input checks) are shared by the family-specific
-optimizers.
+BoTorch acquisition function (e.g. ``LogExpectedImprovement``) over all paths at once:
+the restarts of every path are stacked in one batch in which each row frees only its
+path's active continuous columns. The helpers here (starts perturbed around the best
+observations, distinct rows, input checks) are shared by the family-specific optimizers.
 """
 
 from __future__ import annotations
@@ -33,13 +31,12 @@ class TreeCandidate:
             optimizers that do not list paths).
         path_values: ``P`` tensor: the best acquisition value found per path
             (or per start, for optimizers that do not list paths).
-        path_candidates: ``P x d``: each path's (or start's) point (row ``p``
-            scores ``path_values[p]``), canonicalized; for
-            `optimize_add_tree_ucb()`, ``vertex_point`` with that path's
-            choices.
-        vertex_point: For `optimize_add_tree_ucb()`, the ``1 x d`` point that
-            holds every vertex's own optimum (each path's point is this one with
-            that path's choices); ``None`` otherwise.
+        path_candidates: ``P x d``: each path's (or start's) point (row ``p`` scores
+            ``path_values[p]``), canonicalized; for `optimize_add_tree_ucb()`,
+            ``vertex_point`` with that path's choices.
+        vertex_point: For `optimize_add_tree_ucb()`, the ``1 x d`` point that holds
+            every vertex's own optimum (each path's point is this one with that path's
+            choices); ``None`` otherwise.
     """
 
     candidate: Tensor

@@ -2,8 +2,8 @@
 
 The bottom layer of treebo: every model family, optimizer and the loop read a
 [`TreeSpace`][treebo.space.tree_space.TreeSpace] and its
-[`TreeStructure`][treebo.space.structure.TreeStructure] (the index tensors of the
-tree over the columns of ``X``).
+[`TreeStructure`][treebo.space.structure.TreeStructure] (the index tensors of the tree
+over the columns of ``X``).
 """
 
 from treebo.space.parameters import (

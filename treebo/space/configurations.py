@@ -1,11 +1,10 @@
 r"""The configurations ("paths") of a tree over columns: counted, enumerated.
 
 A *configuration* of a [`TreeStructure`][treebo.space.structure.TreeStructure] is the
-set of
-vertices that one full assignment of its choice columns activates. For a tree in
-which every vertex holds at most one choice column these are the root-to-leaf
-paths; several choices on one vertex multiply them. Their number grows
-exponentially with the number of choices (twelve binary flags give 4096), so:
+set of vertices that one full assignment of its choice columns activates. For a tree in
+which every vertex holds at most one choice column these are the root-to-leaf paths;
+several choices on one vertex multiply them. Their number grows exponentially with the
+number of choices (twelve binary flags give 4096), so:
 
 - [`count_configurations()`][treebo.space.configurations.count_configurations] and
 [`max_active_vertices()`][treebo.space.configurations.max_active_vertices] work by
@@ -14,11 +13,10 @@ dynamic
   listing configurations;
 - [`PathTable`][treebo.space.configurations.PathTable] lists them, as tensors, only for
 trees with at most
-  `MAX_ENUMERATED_PATHS`
-  configurations.
+  `MAX_ENUMERATED_PATHS` configurations.
 
-For a vertex $v$ with choice columns $c$ and, for each value
-$a$ of $c$, the children $u$ it activates,
+For a vertex $v$ with choice columns $c$ and, for each value $a$ of $c$, the children
+$u$ it activates,
 
 $$
 N(v) = \prod_{c} \sum_{a} \prod_{u \in \mathrm{ch}(v, c, a)} N(u).
@@ -108,9 +106,7 @@ class PathTable:
     r"""Every configuration of a small tree, as tensors.
 
     Args:
-        tree: A tree with at most
-            `MAX_ENUMERATED_PATHS`
-            configurations.
+        tree: A tree with at most `MAX_ENUMERATED_PATHS` configurations.
 
     Attributes:
         vertex_mask: ``P x V`` boolean: the vertices of each configuration.

@@ -2,9 +2,8 @@
 
 BoTorch describes a conditional space by the columns of its input tensor:
 ``{parent_col: {value: [child_cols]}}`` (see
-`botorch.models.hierarchical.HierarchicalConditionalKernelGP`). treebo
-reads that format and keeps its layout, so models of both packages consume the
-same tensors;
+`botorch.models.hierarchical.HierarchicalConditionalKernelGP`). treebo reads that format
+and keeps its layout, so models of both packages consume the same tensors;
 [`to_hierarchical_dependencies()`][treebo.space.tree_space.TreeSpace.to_hierarchical_dependencies]
 writes it.
 """
@@ -41,8 +40,7 @@ def read_hierarchical_dependencies(
 
     Returns:
         The root [`Vertex`][treebo.space.parameters.Vertex] and the layout that keeps
-        column
-        ``i`` at ``i`` and each choice's values as its codes.
+        column ``i`` at ``i`` and each choice's values as its codes.
 
     Example:
         >>> root, layout = read_hierarchical_dependencies(

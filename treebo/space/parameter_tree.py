@@ -30,8 +30,7 @@ class Column:
         name: The parameter's name.
         column: Its index in the layout.
         param: The parameter.
-        role: How it is modelled and optimized, one of
-            `ROLES`.
+        role: How it is modelled and optimized, one of `ROLES`.
         parent: ``(choice name, labels)`` of the options that activate it,
             or ``None`` on the root vertex.
     """
@@ -120,14 +119,12 @@ def build_root(
     make: Callable[[Hashable, Callable[[Iterable[Hashable]], Vertex]], Any],
 ) -> Vertex:
     """The root [`Vertex`][treebo.space.parameters.Vertex] of a tree described key by
-    key (by column,
-    by name), as the importers of foreign spaces read it.
+    key (by column, by name), as the importers of foreign spaces read it.
 
     ``make(key, vertex)`` returns the parameter (or
-    [`Choice`][treebo.space.parameters.Choice]) of
-    ``key``; a choice builds its options with ``vertex(child_keys)``. Each
-    key's parameter is made once, so a key listed under several options is
-    one parameter shared by them.
+    [`Choice`][treebo.space.parameters.Choice]) of ``key``; a choice builds its options
+    with ``vertex(child_keys)``. Each key's parameter is made once, so a key listed
+    under several options is one parameter shared by them.
 
     Args:
         roots: The keys of the root vertex's parameters.

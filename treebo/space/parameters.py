@@ -2,8 +2,8 @@
 [`Vertex`][treebo.space.parameters.Vertex] that owns
 them: [`Real`][treebo.space.parameters.Real],
 [`Integer`][treebo.space.parameters.Integer] and
-[`Categorical`][treebo.space.parameters.Categorical] parameters are
-modelled inside their vertex; a [`Choice`][treebo.space.parameters.Choice] selects the
+[`Categorical`][treebo.space.parameters.Categorical] parameters are modelled inside
+their vertex; a [`Choice`][treebo.space.parameters.Choice] selects the
 vertices below."""
 
 from __future__ import annotations
@@ -300,12 +300,10 @@ class Vertex:
     Args:
         params: [`Real`][treebo.space.parameters.Real],
             [`Integer`][treebo.space.parameters.Integer] and
-            [`Categorical`][treebo.space.parameters.Categorical]
-            parameters owned by this vertex (shared by every leaf below it).
-            The same parameter object listed in several options of one
-            [`Choice`][treebo.space.parameters.Choice] is one parameter, active under
-            each of them
-            (ConfigSpace's ``InCondition``).
+            [`Categorical`][treebo.space.parameters.Categorical] parameters owned by
+            this vertex (shared by every leaf below it). The same parameter object
+            listed in several options of one [`Choice`][treebo.space.parameters.Choice]
+            is one parameter, active under each of them (ConfigSpace's ``InCondition``).
         choices: Choices made at this vertex.
 
     Example:

@@ -26,13 +26,10 @@ def sample_space(
         space: The space.
         n: Number of samples.
         seed: Seed of a fresh generator (ignored if ``generator`` is given).
-        by: ``"choice"``: every choice and categorical uniform over its
-            labels (a path's probability is the product along it);
-            ``"path"``: every path equally likely (spaces with at most
-            `MAX_ENUMERATED_PATHS`
-            paths).
-            Real and integer values are uniform in the tensor
-            representation (log-uniform for ``log_scale``).
+        by: ``"choice"``: every choice and categorical uniform over its labels (a path's
+            probability is the product along it); ``"path"``: every path equally likely
+            (spaces with at most `MAX_ENUMERATED_PATHS` paths). Real and integer values
+            are uniform in the tensor representation (log-uniform for ``log_scale``).
         generator: Optional ``torch.Generator``.
         canonical: Reset inactive columns to their canonical value. With
             ``False`` every real column holds a random value (useful

@@ -100,8 +100,7 @@ def _vertex(spec: Any, where: str) -> Vertex:
 
 def space_from_dict(spec: Mapping[str, Any]) -> TreeSpace:
     """The [`TreeSpace`][treebo.space.tree_space.TreeSpace] whose root vertex ``spec``
-    describes (module
-    docstring).
+    describes (module docstring).
 
     Raises:
         ConfigurationError: Naming the parameter or choice that is malformed.
@@ -112,8 +111,7 @@ def space_from_dict(spec: Mapping[str, Any]) -> TreeSpace:
 def load_space(source: str) -> TreeSpace:
     """A space from a ``.json``/``.yaml``/``.yml`` file or a ``module:attribute``
     path (a [`TreeSpace`][treebo.space.tree_space.TreeSpace], an object with a
-    ``space``, or a function
-    returning either).
+    ``space``, or a function returning either).
 
     Raises:
         ConfigurationError: If ``source`` is neither, or does not give a space.

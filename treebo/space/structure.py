@@ -18,8 +18,8 @@ columns, modelled inside their vertex. A vertex is active at a point ``x`` iff
 every condition ``x[parent_col] in values`` on its path from the root holds.
 
 [`TreeStructure`][treebo.space.structure.TreeStructure] turns that description into
-padded index tensors so that
-kernels, models and optimizers can evaluate all vertices at once:
+padded index tensors so that kernels, models and optimizers can evaluate all vertices at
+once:
 
 - ``vertex_columns`` (``V x D_max``) and ``vertex_column_mask``: the parameter
   columns of each vertex, padded.
@@ -28,8 +28,8 @@ kernels, models and optimizers can evaluate all vertices at once:
   per slot, so a kernel that sums over shared vertices needs ``S`` (the number of
   slots, the tree depth for a plain tree) terms per pair instead of ``V``.
 - ``num_paths``: the number of configurations ("paths"), counted by dynamic
-  programming; ``path_vertex_mask`` (``P x V``) and the other path tables are
-  built on first use and only for trees with few paths
+  programming; ``path_vertex_mask`` (``P x V``) and the other path tables are built on
+  first use and only for trees with few paths
   ([`treebo.space.configurations`][treebo.space.configurations]).
 """
 

@@ -1,12 +1,11 @@
 r"""Tree-structured (conditional) search spaces.
 
 A space is a tree of [`Vertex`][treebo.space.parameters.Vertex] objects. Each vertex
-owns parameters
-(`Real`, [`Integer`][treebo.space.parameters.Integer],
+owns parameters (`Real`, [`Integer`][treebo.space.parameters.Integer],
 [`Categorical`][treebo.space.parameters.Categorical]) and
-[`Choice`][treebo.space.parameters.Choice]
-parameters whose options lead to child vertices; a parameter on an inner vertex
-is shared by every leaf below it, and a parameter listed in several options of
+[`Choice`][treebo.space.parameters.Choice] parameters whose options lead to child
+vertices; a parameter on an inner vertex is shared by every leaf below it, and a
+parameter listed in several options of
 one choice is active under each of them. Example (Jenatton et al., 2017)::
 
     space = TreeSpace(Vertex(choices=[Choice("x1", {

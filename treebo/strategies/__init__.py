@@ -1,10 +1,10 @@
 """Strategies: what a model family does to turn the history into a proposal.
 
 See [`Strategy`][treebo.strategies.base.Strategy] for the interface and
-[`register_strategy()`][treebo.strategies.base.register_strategy] to add one.
-The built-in strategies live in their families' folders (``treebo.add_tree``,
-``treebo.tree_additive``, ``treebo.treed``, ``treebo.jenatton``) and are
-re-exported here, loaded on first use.
+[`register_strategy()`][treebo.strategies.base.register_strategy] to add one. The
+built-in strategies live in their families' folders (``treebo.add_tree``,
+``treebo.tree_additive``, ``treebo.treed``, ``treebo.jenatton``) and are re-exported
+here, loaded on first use.
 """
 
 from treebo._exports import lazy_exports

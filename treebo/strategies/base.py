@@ -2,18 +2,14 @@ r"""The interface between the loop and a model family:
 [`Strategy`][treebo.strategies.base.Strategy].
 
 [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer] keeps the history, the pending
-evaluations, the
-initial design, failures and checkpoints. Everything model-specific happens in
-a *strategy*: given the [`Observations`][treebo.strategies.base.Observations] so far it
-returns a
-[`Proposal`][treebo.strategies.base.Proposal] (fit a model, build an acquisition,
-optimize it). A strategy
-has a typed, frozen options object, and may keep state between proposals
-(e.g. the last hyper-parameters, to warm-start the next fit) that it writes
-into checkpoints through
+evaluations, the initial design, failures and checkpoints. Everything model-specific
+happens in a *strategy*: given the [`Observations`][treebo.strategies.base.Observations]
+so far it returns a [`Proposal`][treebo.strategies.base.Proposal] (fit a model, build an
+acquisition, optimize it). A strategy has a typed, frozen options object, and may keep
+state between proposals (e.g. the last hyper-parameters, to warm-start the next fit)
+that it writes into checkpoints through
 [`Strategy.state_dict()`][treebo.strategies.base.Strategy.state_dict], so that a resumed
-run
-proposes exactly what the uninterrupted run would have.
+run proposes exactly what the uninterrupted run would have.
 
 New model families register a strategy under a name, which
 ``TreeOptimizer(model=...)`` and ``minimize(model=...)`` then accept::
@@ -110,10 +106,9 @@ class Proposal:
 class Strategy(ABC):
     """Turns the observations of a run into the next configuration to evaluate.
 
-    Subclasses set `name` (the name ``TreeOptimizer(model=...)`` takes)
-    and `options_type` (a frozen dataclass; its defaults are the
-    strategy's defaults), and implement
-    [`propose()`][treebo.strategies.base.Strategy.propose].
+    Subclasses set `name` (the name ``TreeOptimizer(model=...)`` takes) and
+    `options_type` (a frozen dataclass; its defaults are the strategy's defaults), and
+    implement [`propose()`][treebo.strategies.base.Strategy.propose].
 
     Args:
         options: An instance of `options_type` (default: its defaults).
@@ -158,15 +153,15 @@ class Strategy(ABC):
     def propose(self, observations: Observations) -> Proposal:
         """The next configuration, from at least one successful observation.
 
-        Raise `botorch.exceptions.ModelFittingError` when no model can
-        be fitted; the loop then proposes a random configuration.
+        Raise `botorch.exceptions.ModelFittingError` when no model can be fitted; the
+        loop then proposes a random configuration.
         """
 
     def acquisition(self, observations: Observations) -> AcquisitionFunction:
         """The acquisition function, on a model fitted to ``observations``
         (pending configurations included), that
-        [`propose_from()`][treebo.strategies.base.Strategy.propose_from] scores
-        a pool with.
+        [`propose_from()`][treebo.strategies.base.Strategy.propose_from] scores a pool
+        with.
 
         Raises:
             ConfigurationError: If the strategy has none (the default).
@@ -179,8 +174,7 @@ class Strategy(ABC):
     def propose_from(self, observations: Observations, candidates: Tensor) -> Proposal:
         """The next configuration among ``candidates``: the row of highest
         [`acquisition()`][treebo.strategies.base.Strategy.acquisition] value (scored in
-        chunks:
-        [`optimize_acqf_pool()`][treebo.optim.pool.optimize_acqf_pool]).
+        chunks: [`optimize_acqf_pool()`][treebo.optim.pool.optimize_acqf_pool]).
 
         Args:
             observations: As for [`propose()`][treebo.strategies.base.Strategy.propose].
@@ -240,9 +234,8 @@ def make_strategy(model: str | Any) -> Strategy:
 
     Args:
         model: A [`Strategy`][treebo.strategies.base.Strategy] (returned as it is); a
-            registered name
-            (``"add_tree"``, ...: that strategy with its default options); or
-            a strategy's options object (e.g. ``AddTreeOptions(...)``: the
+            registered name (``"add_tree"``, ...: that strategy with its default
+            options); or a strategy's options object (e.g. ``AddTreeOptions(...)``: the
             first registered strategy whose ``options_type`` it is).
 
     Raises:

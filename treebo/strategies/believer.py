@@ -1,11 +1,10 @@
 r"""Pending evaluations believed at the model's prediction (the kriging believer).
 
-With parallel or asynchronous workers, configurations are asked for before
-earlier ones are told. Each pending configuration $x_p$ is added to the
-data with the posterior mean $\mu(x_p)$ of the model fitted to the
-finished evaluations as its value, and the model is rebuilt on that data with
-the same hyper-parameters (no refit). Its variance at the pending points drops
-to the noise floor, so the acquisition turns elsewhere.
+With parallel or asynchronous workers, configurations are asked for before earlier ones
+are told. Each pending configuration $x_p$ is added to the data with the posterior mean
+$\mu(x_p)$ of the model fitted to the finished evaluations as its value, and the model
+is rebuilt on that data with the same hyper-parameters (no refit). Its variance at the
+pending points drops to the noise floor, so the acquisition turns elsewhere.
 """
 
 from __future__ import annotations
@@ -29,9 +28,8 @@ def believe_pending(
     """Condition ``model`` on ``X_pending`` at its own posterior mean.
 
     Args:
-        model: A fitted single-outcome GP of ``X``, ``y`` with a Gaussian
-            likelihood (e.g. [`AddTreeGP`][treebo.add_tree.model.AddTreeGP]), in eval
-            mode.
+        model: A fitted single-outcome GP of ``X``, ``y`` with a Gaussian likelihood
+            (e.g. [`AddTreeGP`][treebo.add_tree.model.AddTreeGP]), in eval mode.
         X: ``n x d`` training inputs.
         y: ``n x 1`` training targets.
         X_pending: ``p x d`` pending configurations.

@@ -21,12 +21,11 @@ class WarmStartFit:
     hyper-parameters.
 
     A fit that fails (a Cholesky error, a non-finite loss or non-finite
-    hyper-parameters) is retried from the
-    model's defaults with the noise floor raised 100-fold, then 10,000-fold.
-    The raw hyper-parameters of the last fit are kept and are what
-    [`state_dict()`][treebo.strategies.fitting.WarmStartFit.state_dict] returns, so a
-    resumed run starts its next fit where the
-    uninterrupted run would have.
+    hyper-parameters) is retried from the model's defaults with the noise floor raised
+    100-fold, then 10,000-fold. The raw hyper-parameters of the last fit are kept and
+    are what [`state_dict()`][treebo.strategies.fitting.WarmStartFit.state_dict]
+    returns, so a resumed run starts its next fit where the uninterrupted run would
+    have.
 
     Args:
         warm_start: Start each fit from the previous hyper-parameters.

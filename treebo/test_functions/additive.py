@@ -1,25 +1,22 @@
 r"""Functions drawn from additive GPs over a graph (paper 002's synthetic problems, P4).
 
-On the grid $u = (0, \frac{1}{N-1}, \dots, 1)$ of every axis, each
-isolated variable $i$ gets a 1-D GP sample $g_i$ and each edge
-$(i, j)$ a 2-D GP sample $g_{ij}$ (RBF kernel, lengthscale 0.2,
-variance 1), and
+On the grid $u = (0, \frac{1}{N-1}, \dots, 1)$ of every axis, each isolated variable $i$
+gets a 1-D GP sample $g_i$ and each edge $(i, j)$ a 2-D GP sample $g_{ij}$ (RBF kernel,
+lengthscale 0.2, variance 1), and
 
 $$
 f(x) = \sum_{i \text{ isolated}} g_i(x_i) + \sum_{(i, j)} g_{ij}(x_i, x_j)
 $$
 
-with $x$ snapped to the grid. A 2-D sample is drawn as
-$L Z L^\top$ with $L$ the Cholesky factor of the 1-D Gram matrix
-(plus $10^{-6} I$) and $Z$ standard normal, so all samples cost
-$O(E N^3)$ and take milliseconds. The minimum is exact: min-sum message
+with $x$ snapped to the grid. A 2-D sample is drawn as $L Z L^\top$ with $L$ the
+Cholesky factor of the 1-D Gram matrix (plus $10^{-6} I$) and $Z$ standard normal, so
+all samples cost $O(E N^3)$ and take milliseconds. The minimum is exact: min-sum message
 passing on a forest, variable elimination when the graph has cycles.
 
 [`additive_graph()`][treebo.test_functions.additive.additive_graph] builds the graphs of
-paper 002: ``star`` (variable 0
-joined to all others), ``grid`` (an ``a x b`` lattice, with cycles),
-``partition`` (disjoint triangles) and ``ancestry`` (a depth-3 rooted tree of
-1 / 15 / 43 / 73 vertices per level, the shape of Ancestry-132).
+paper 002: ``star`` (variable 0 joined to all others), ``grid`` (an ``a x b`` lattice,
+with cycles), ``partition`` (disjoint triangles) and ``ancestry`` (a depth-3 rooted tree
+of 1 / 15 / 43 / 73 vertices per level, the shape of Ancestry-132).
 
 Example:
     >>> dim, edges = additive_graph("star", 10)

@@ -1,11 +1,10 @@
 r"""A real conditional task: choose and tune a classifier by cross-validation.
 
 [`ModelSelection`][treebo.test_functions.model_selection.ModelSelection] (P9 in the
-benchmark reference) scores a configuration
-by the cross-validated error of a scikit-learn pipeline on a dataset bundled
-with scikit-learn (no download): a preprocessing step chosen at the root and
-shared by every model, then one of six model families with their own integer,
-categorical and conditional parameters:
+benchmark reference) scores a configuration by the cross-validated error of a
+scikit-learn pipeline on a dataset bundled with scikit-learn (no download): a
+preprocessing step chosen at the root and shared by every model, then one of six model
+families with their own integer, categorical and conditional parameters:
 
 - ``svm``: ``C``, and a ``kernel`` choice whose ``gamma`` is shared by the
   ``rbf``, ``poly`` and ``sigmoid`` kernels and ``coef0`` by ``poly`` and
@@ -117,8 +116,7 @@ class ModelSelection:
     """Cross-validated error of a chosen and tuned classifier (minimized).
 
     Args:
-        dataset: One of `DATASETS`
-            (bundled with scikit-learn).
+        dataset: One of `DATASETS` (bundled with scikit-learn).
         seed: Seed of the folds and of every model's ``random_state``.
         folds: Number of stratified cross-validation folds.
 

@@ -7,13 +7,13 @@ f(x) = \sum_{i} a_i e^{-(x - s_i)^2 / (2 \cdot 0.1^2)}
     + \sum_{j} b_j e^{-(x - t_j)^2 / (2 \cdot 0.01^2)},
 $$
 
-smooth on the left (five wide bumps), jagged on the right (fourteen narrow
-ones). Paper 003 maximizes it; here it is minimized as $-f$, with
-minimum $-5.73839$ at $x \approx 0.89235$.
+smooth on the left (five wide bumps), jagged on the right (fourteen narrow ones). Paper
+003 maximizes it; here it is minimized as $-f$, with minimum $-5.73839$ at
+$x \approx 0.89235$.
 
-**2-D Exp** (P7; Gramacy, 2005): $f(x) = x_1 e^{-x_1^2 - x_2^2}$ on
-$[-2, 6]^2$, flat over most of the box with one small dip of depth
-$-e^{-1/2}/\sqrt 2 \approx -0.428882$ at $(-1/\sqrt 2, 0)$.
+**2-D Exp** (P7; Gramacy, 2005): $f(x) = x_1 e^{-x_1^2 - x_2^2}$ on $[-2, 6]^2$, flat
+over most of the box with one small dip of depth $-e^{-1/2}/\sqrt 2 \approx -0.428882$
+at $(-1/\sqrt 2, 0)$.
 
 Example:
     >>> import torch

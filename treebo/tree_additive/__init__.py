@@ -1,13 +1,11 @@
 """Tree-additive GPs for high-dimensional functions (Han et al., 2021).
 
-One family, one folder: the forest of interacting variables and its zooming
-schedule, the kernel
-([`TreeAdditiveKernel`][treebo.tree_additive.kernel.TreeAdditiveKernel], one RBF term
-per edge and
-per lone vertex), the model
+One family, one folder: the forest of interacting variables and its zooming schedule,
+the kernel ([`TreeAdditiveKernel`][treebo.tree_additive.kernel.TreeAdditiveKernel], one
+RBF term per edge and per lone vertex), the model
 ([`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP]), structure learning by
-Gibbs sampling, the UCB and its optimizer (message passing on a grid, zoomed
-in level by level), and the loop's ``"tree_additive"`` strategy.
+Gibbs sampling, the UCB and its optimizer (message passing on a grid, zoomed in level by
+level), and the loop's ``"tree_additive"`` strategy.
 """
 
 from treebo.tree_additive.kernel import TreeAdditiveKernel

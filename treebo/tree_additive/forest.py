@@ -116,9 +116,8 @@ class ForestSchedule:
 
     Built once per structure by
     [`from_edges()`][treebo.tree_additive.forest.ForestSchedule.from_edges]; message
-    passing then runs
-    one tensor step per depth level (all edges of a level at once) instead of
-    one step per vertex.
+    passing then runs one tensor step per depth level (all edges of a level at once)
+    instead of one step per vertex.
 
     Attributes:
         num_vars: ``d``.

@@ -1,8 +1,7 @@
 r"""The tree-structured additive kernel of Han, Arora & Scarlett (2021).
 
-For ``d`` variables and a forest with edges $\mathcal{E}$, the
-components $G$ are the edges (two variables) and the isolated variables
-(one variable each), and
+For ``d`` variables and a forest with edges $\mathcal{E}$, the components $G$ are the
+edges (two variables) and the isolated variables (one variable each), and
 
 $$
 k(x, x') = \sum_{G} \sigma^G \exp\Big(-\frac12 \sum_{i \in G}
@@ -10,17 +9,15 @@ k(x, x') = \sum_{G} \sigma^G \exp\Big(-\frac12 \sum_{i \in G}
 \sigma^G = \sqrt{\textstyle\sum_{i \in G} \sigma_i^2}
 $$
 
-(paper 002, eq. 7). Lengthscales $\ell_i$ and scales $\sigma_i$
-belong to the variables, not to the components, so they survive a change of
-structure:
+(paper 002, eq. 7). Lengthscales $\ell_i$ and scales $\sigma_i$ belong to the variables,
+not to the components, so they survive a change of structure:
 [`TreeAdditiveKernel.set_edges()`][treebo.tree_additive.kernel.TreeAdditiveKernel.set_edges]
 swaps the forest in place.
 
-The Gram matrix is a sum over ``C`` components of ``n x m`` matrices. It is
-computed by [`_ComponentGram`][treebo.tree_additive.kernel._ComponentGram], an autograd
-function that walks the
-components in chunks and recomputes them in the backward pass, so memory stays
-$O(nm)$ instead of $O(nmC)$ while time is $O(nmC)$.
+The Gram matrix is a sum over ``C`` components of ``n x m`` matrices. It is computed by
+[`_ComponentGram`][treebo.tree_additive.kernel._ComponentGram], an autograd function
+that walks the components in chunks and recomputes them in the backward pass, so memory
+stays $O(nm)$ instead of $O(nmC)$ while time is $O(nmC)$.
 """
 
 from __future__ import annotations
@@ -59,9 +56,9 @@ def _grad_inputs(
 ) -> None:
     r"""Add the gradients of ``sum Q * exp(...)`` through variables ``var``.
 
-    With $Q_c = s_c\,G \odot E_c$, $\partial/\partial a_{n}
-    = -\sum_m Q_{nm}(a_n - b_m)$ and $\partial/\partial b_{m} =
-    \sum_n Q_{nm}(a_n - b_m)$: row sums and matrix-vector products.
+    With $Q_c = s_c\,G \odot E_c$, $\partial/\partial a_{n} = -\sum_m Q_{nm}(a_n -
+    b_m)$ and $\partial/\partial b_{m} = \sum_n Q_{nm}(a_n -
+    b_m)$: row sums and matrix-vector products.
     """
     a, b = A[:, var], B[:, var]  # b x c x n, b x c x m
     if gA is not None:
@@ -75,16 +72,13 @@ def _grad_inputs(
 class _ComponentGram(torch.autograd.Function):
     r"""``K = sum_c s_c exp(-1/2 sum_{i in G_c} (A_i - B_i)^2)``, chunked.
 
-    Inputs: scaled inputs ``A`` (``b x d x n``) and ``B`` (``b x d x m``),
-    component scales ``s`` (``b x C``), each component's first variable
-    (``C``), the second variable of the first ``P`` components (the edges,
-    ``P``). Output ``b x n x m``. The exponentials are kept for the backward
-    pass when they fit in
+    Inputs: scaled inputs ``A`` (``b x d x n``) and ``B`` (``b x d x m``), component
+    scales ``s`` (``b x C``), each component's first variable (``C``), the second
+    variable of the first ``P`` components (the edges, ``P``). Output ``b x n x m``. The
+    exponentials are kept for the backward pass when they fit in
     [`_SAVED_ELEMENTS`][treebo.tree_additive.kernel._SAVED_ELEMENTS], and recomputed
-    chunk by
-    chunk otherwise; the backward pass reduces them with the incoming gradient
-    to ``b x d x n`` and ``b x d x m`` gradients by row sums and matrix-vector
-    products.
+    chunk by chunk otherwise; the backward pass reduces them with the incoming gradient
+    to ``b x d x n`` and ``b x d x m`` gradients by row sums and matrix-vector products.
     """
 
     @staticmethod
@@ -142,16 +136,15 @@ class TreeAdditiveKernel(Kernel):
         dim: ``d``, the number of input variables.
         edges: ``E x 2`` long tensor, a forest over the variables (``None`` or
             empty: fully additive, one 1-D component per variable).
-        lengthscale_prior: Prior on each $\ell_i$. Default: BoTorch's
-            dimension-scaled log-normal prior for two-dimensional components,
+        lengthscale_prior: Prior on each $\ell_i$. Default: BoTorch's dimension-scaled
+            log-normal prior for two-dimensional components,
             $\mathrm{LogNormal}(\sqrt2 + \tfrac12\log 2, \sqrt3)$.
         lengthscale_constraint: Default: greater than 0.025, starting at the
             prior's mode (as BoTorch's ``SingleTaskGP``).
         scale_prior: Prior on each $\sigma_i$. Default
-            $\mathrm{LogNormal}(-\log d, \sqrt3)$: a fully additive
-            model with equal scales then has prior variance one, as
-            standardized outcomes do, and no scale collapses to zero on few
-            data.
+            $\mathrm{LogNormal}(-\log d, \sqrt3)$: a fully additive model with equal
+            scales then has prior variance one, as standardized outcomes do, and no
+            scale collapses to zero on few data.
         scale_constraint: Default: greater than ``1e-5``.
         batch_shape: Batch shape of the hyper-parameters.
 
@@ -333,9 +326,9 @@ class TreeAdditiveKernel(Kernel):
 
         Returns:
             ``batch_shape x d x R x n``:
-            $\exp(-\tfrac12 (g_{ir} - x_{ji})^2 / \ell_i^2)$. An edge
-            component's correlation is the product of its two variables' and a
-            1-D component's is its variable's.
+            $\exp(-\tfrac12 (g_{ir} - x_{ji})^2 / \ell_i^2)$. An edge component's
+            correlation is the product of its two variables' and a 1-D component's is
+            its variable's.
         """
         ls = self.lengthscale.squeeze(-2).unsqueeze(-1)  # *b x d x 1
         g = grid.div(ls)

@@ -1,8 +1,7 @@
 r"""Exact max-sum message passing on a forest over grid-valued variables.
 
-For variables $x_1, \dots, x_d$, each taking one of ``R`` grid values,
-unary tables $u_i$ and pairwise tables $p_e$ on the edges
-$e = (a_e, b_e)$ of a forest,
+For variables $x_1, \dots, x_d$, each taking one of ``R`` grid values, unary tables
+$u_i$ and pairwise tables $p_e$ on the edges $e = (a_e, b_e)$ of a forest,
 [`message_passing_discrete()`][treebo.tree_additive.message_passing.message_passing_discrete]
 returns
 
@@ -11,10 +10,10 @@ $$
 $$
 
 exactly (Alg. S1 of Han et al., 2021, for a tree-structured graph, where no
-triangulation is needed). Every tree is rooted at its smallest variable;
-messages travel from the deepest level to the roots, all edges of one level in
-one tensor step, then the maximizer is read back down the levels. The cost is
-$O(E R^2)$ time and $O(d R)$ memory per batch member.
+triangulation is needed). Every tree is rooted at its smallest variable; messages travel
+from the deepest level to the roots, all edges of one level in one tensor step, then the
+maximizer is read back down the levels. The cost is $O(E R^2)$ time and $O(d R)$ memory
+per batch member.
 """
 
 from __future__ import annotations

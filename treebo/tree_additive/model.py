@@ -1,18 +1,15 @@
 r"""A ``SingleTaskGP`` with the tree-structured additive kernel (Han et al., 2021).
 
 [`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP] models
-$f(x) = c + \sum_G f^G(x^G)$, one
-independent GP per component (edges of a forest and isolated variables, see
+$f(x) = c + \sum_G f^G(x^G)$, one independent GP per component (edges of a forest and
+isolated variables, see
 [`TreeAdditiveKernel`][treebo.tree_additive.kernel.TreeAdditiveKernel]). Besides
-BoTorch's ``posterior``,
-it reports the posterior of every component separately
+BoTorch's ``posterior``, it reports the posterior of every component separately
 ([`TreeAdditiveGP.component_posterior()`][treebo.tree_additive.model.TreeAdditiveGP.component_posterior],
-paper 002 eq. 3), the quantity the
-additive UCB and its message-passing optimizer work with, and on a product grid
-of per-variable values
+paper 002 eq. 3), the quantity the additive UCB and its message-passing optimizer work
+with, and on a product grid of per-variable values
 ([`TreeAdditiveGP.grid_posterior()`][treebo.tree_additive.model.TreeAdditiveGP.grid_posterior])
-without forming
-the grid's points.
+without forming the grid's points.
 """
 
 from __future__ import annotations
@@ -84,8 +81,7 @@ class TreeAdditiveGP(CachedSolveMixin, SingleTaskGP):
         likelihood: Optional likelihood (default as in ``SingleTaskGP``).
         covar_module: Optional ready
             [`TreeAdditiveKernel`][treebo.tree_additive.kernel.TreeAdditiveKernel] over
-            ``d``
-            variables (e.g. with other priors); ``edges`` must then be ``None``.
+            ``d`` variables (e.g. with other priors); ``edges`` must then be ``None``.
         outcome_transform: Default ``Standardize``.
         input_transform: Default none.
 
@@ -160,9 +156,8 @@ class TreeAdditiveGP(CachedSolveMixin, SingleTaskGP):
 
         Returns:
             A [`ComponentPosterior`][treebo.tree_additive.model.ComponentPosterior] with
-            ``batch_shape x r x C`` means
-            and variances (components ordered as in the kernel: edges, then
-            isolated variables).
+            ``batch_shape x r x C`` means and variances (components ordered as in the
+            kernel: edges, then isolated variables).
         """
         cache = self.solve_cache()
         kernel: TreeAdditiveKernel = self.covar_module
@@ -175,10 +170,10 @@ class TreeAdditiveGP(CachedSolveMixin, SingleTaskGP):
     def grid_posterior(self, grid: Tensor) -> GridPosterior:
         r"""Component posteriors on the product grid of per-variable values.
 
-        Evaluates each 1-D component on its variable's ``R`` values and each
-        edge on the ``R x R`` pairs of its two variables' values, from the
-        ``d x R x n`` one-dimensional correlations (the grid's ``R^d`` points
-        are never formed). Cost $O((d R + E R^2) n^2)$.
+        Evaluates each 1-D component on its variable's ``R`` values and each edge on the
+        ``R x R`` pairs of its two variables' values, from the ``d x R x n``
+        one-dimensional correlations (the grid's ``R^d`` points are never formed). Cost
+        $O((d R + E R^2) n^2)$.
 
         Args:
             grid: ``batch_shape x d x R`` values of every variable, in the

@@ -1,21 +1,18 @@
 r"""The tree-additive strategy: Tree-GP-UCB (Han, Arora & Scarlett, 2021, Alg. 1).
 
 Each proposal builds a [`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP] on
-the
-observations (inputs scaled to the unit cube) and maximizes the additive UCB
-with $\beta_t = \tfrac12 \log(2t)$ by zooming message passing
+the observations (inputs scaled to the unit cube) and maximizes the additive UCB with
+$\beta_t = \tfrac12 \log(2t)$ by zooming message passing
 ([`optimize_acqf_zooming()`][treebo.tree_additive.zooming.optimize_acqf_zooming]). Every
-``learn_interval``
-proposals, counted from the first model-based one, the forest is re-learned
+``learn_interval`` proposals, counted from the first model-based one, the forest is
+re-learned
 ([`learn_tree_structure()`][treebo.tree_additive.structure_learning.learn_tree_structure],
-started from the current one,
-with the hyper-parameters held fixed, then refitted); every
-``refit_interval`` proposals the hyper-parameters are refitted, warm-started;
-in between, the model is conditioned on the new data with the last
-hyper-parameters (one Gram matrix, one Cholesky factor). A proposal that
-repeats an evaluated point is replaced by the best zooming restart that does
-not. Pending configurations
-are believed at the model's predicted values.
+started from the current one, with the hyper-parameters held fixed, then refitted);
+every ``refit_interval`` proposals the hyper-parameters are refitted, warm-started; in
+between, the model is conditioned on the new data with the last hyper-parameters (one
+Gram matrix, one Cholesky factor). A proposal that repeats an evaluated point is
+replaced by the best zooming restart that does not. Pending configurations are believed
+at the model's predicted values.
 
 The forest and the hyper-parameters are the strategy's state; checkpoints
 store them, so a resumed run continues exactly.

@@ -1,9 +1,8 @@
 r"""Learning the forest of a
 [`TreeAdditiveGP`][treebo.tree_additive.model.TreeAdditiveGP] from data.
 
-Paper 002 (Han et al., 2021, Alg. 3-5) samples structures $Z$ with the
-kernel hyper-parameters $\theta$ held fixed, scoring each by the log
-marginal likelihood
+Paper 002 (Han et al., 2021, Alg. 3-5) samples structures $Z$ with the kernel
+hyper-parameters $\theta$ held fixed, scoring each by the log marginal likelihood
 
 $$
 \rho(Z) = -\tfrac12 y^\top (K_Z + \Sigma)^{-1} y
@@ -13,32 +12,30 @@ $$
 and a Bernoulli($\gamma$) prior on every edge:
 
 - **Gibbs moves** while the forest is not a spanning tree: a batch of random
-  single-edge toggles is drawn (removing an edge, or adding one that joins
-  two trees: an edge that would close a cycle is never proposed; connected
-  components replace the paper's union-find), and the next structure is
-  sampled from the posterior restricted to the current one and these
-  neighbours, $P(Z) \propto \gamma^{|Z|}(1 - \gamma)^{\cdot} e^{\rho(Z)}$.
-  The paper toggles one pair at a time in a fixed order; sampling among a
-  batch takes a strongly favoured edge over the first acceptable one.
+  single-edge toggles is drawn (removing an edge, or adding one that joins two trees: an
+  edge that would close a cycle is never proposed; connected components replace the
+  paper's union-find), and the next structure is sampled from the posterior restricted
+  to the current one and these neighbours,
+  $P(Z) \propto \gamma^{|Z|}(1 - \gamma)^{\cdot} e^{\rho(Z)}$. The paper toggles one
+  pair at a time in a fixed order; sampling among a batch takes a strongly favoured edge
+  over the first acceptable one.
 - **Mutations** once it is a spanning tree: a random edge is removed and the
   two trees are rejoined by one edge drawn from the posterior over a batch of
   crossing pairs (or left apart).
 
-Scales are equalized for scoring. Each variable's scale $\sigma_i$
-is fitted under the current forest, and the fit favours that forest: a
-variable on many edges (the centre of a star) gets a large scale, so every
-further edge it could join would get the component scale
-$\sqrt{\sigma_u^2 + \sigma_v^2}$ of a strong interaction and is
-rejected, even where the data call for a weak one. By default candidates are
-therefore scored with every $\sigma_i$ set to their root mean square
-(the same total prior variance), and the lengthscales as fitted.
+Scales are equalized for scoring. Each variable's scale $\sigma_i$ is fitted under the
+current forest, and the fit favours that forest: a variable on many edges (the centre of
+a star) gets a large scale, so every further edge it could join would get the component
+scale $\sqrt{\sigma_u^2 + \sigma_v^2}$ of a strong interaction and is rejected, even
+where the data call for a weak one. By default candidates are therefore scored with
+every $\sigma_i$ set to their root mean square (the same total prior variance), and the
+lengthscales as fitted.
 
-The result is the structure of highest posterior ($\rho$ plus the log
-prior; with $\gamma = 1/2$ the highest likelihood, as in the paper)
-among all that were scored. Candidates are scored in batches: a candidate
-differs from the current structure in one edge, so its Gram matrix is the
-current one plus the change of at most three components, and the batch is
-factorized by one batched Cholesky.
+The result is the structure of highest posterior ($\rho$ plus the log prior; with
+$\gamma = 1/2$ the highest likelihood, as in the paper) among all that were scored.
+Candidates are scored in batches: a candidate differs from the current structure in one
+edge, so its Gram matrix is the current one plus the change of at most three components,
+and the batch is factorized by one batched Cholesky.
 """
 
 from __future__ import annotations
@@ -85,9 +82,9 @@ class _StructureScorer:
     def edge_deltas(self, pairs: Tensor, add: Tensor, degree: Tensor) -> Tensor:
         r"""``k x n x n`` Gram changes of adding or removing each edge.
 
-        Adding $(u, v)$ adds $\sigma^{uv} k_u \odot k_v$ and removes
-        the 1-D component of an endpoint that had no edge; removing reverses
-        this, restoring the 1-D component of an endpoint left without edges.
+        Adding $(u, v)$ adds $\sigma^{uv} k_u \odot k_v$ and removes the 1-D component
+        of an endpoint that had no edge; removing reverses this, restoring the 1-D
+        component of an endpoint left without edges.
         """
         u, v = pairs[:, 0], pairs[:, 1]
         ku, kv = self.correlations(u), self.correlations(v)

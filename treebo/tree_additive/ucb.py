@@ -7,10 +7,9 @@ $$
 \phi(x) = c + \sum_G \big(\pm\mu_G(x^G) + \sqrt{\beta}\,\sigma_G(x^G)\big)
 $$
 
-(``+`` when maximizing, ``-`` when minimizing; $c$ is the signed mean
-constant). Summing per-component bounds is what makes the acquisition a sum of
-1-D and 2-D terms on the forest, so it can be maximized exactly on a grid by
-message passing
+(``+`` when maximizing, ``-`` when minimizing; $c$ is the signed mean constant). Summing
+per-component bounds is what makes the acquisition a sum of 1-D and 2-D terms on the
+forest, so it can be maximized exactly on a grid by message passing
 ([`optimize_acqf_zooming()`][treebo.tree_additive.zooming.optimize_acqf_zooming]).
 """
 
@@ -43,8 +42,8 @@ class TreeAdditiveUCB(AcquisitionFunction):
 
     A standard BoTorch acquisition (``batch_shape x 1 x d -> batch_shape``);
     [`grid_values()`][treebo.tree_additive.ucb.TreeAdditiveUCB.grid_values] gives the
-    unary and pairwise tables of the same sum on
-    a product grid, which is what message passing maximizes.
+    unary and pairwise tables of the same sum on a product grid, which is what message
+    passing maximizes.
 
     Args:
         model: A single-outcome
@@ -52,8 +51,7 @@ class TreeAdditiveUCB(AcquisitionFunction):
             mode).
         beta: Exploration weight; default
             [`tree_additive_beta()`][treebo.tree_additive.ucb.tree_additive_beta] with
-            ``t``
-            the number of training points.
+            ``t`` the number of training points.
         maximize: If false, the objective is minimized (lower bound, negated).
 
     Example:

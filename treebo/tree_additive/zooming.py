@@ -2,20 +2,17 @@ r"""Zooming message passing for additive acquisitions (Alg. 2 of Han et al., 202
 
 An acquisition that is a sum of one-variable and two-variable terms on a forest
 ([`TreeAdditiveUCB`][treebo.tree_additive.ucb.TreeAdditiveUCB]) is maximized exactly on
-any
-product grid by
+any product grid by
 [`message_passing_discrete()`][treebo.tree_additive.message_passing.message_passing_discrete].
-Zooming makes
-this continuous: at each of ``L`` levels, every variable's current interval is
-cut into ``R`` equal cells, one uniformly random representative is drawn in
-each cell, the grid of representatives is maximized exactly, and every
-variable's interval shrinks to the cell of its chosen representative. After
-``L`` levels the resolution is $R^{-L}$ of the box, at a cost of
-$O(L (d R + E R^2))$ acquisition terms instead of $R^{dL}$.
-Restarts run as one batch: the first takes the cell midpoints as
-representatives (which zooms exactly onto the peak of a separable unimodal
-function), the others uniformly random points in each cell, the randomized
-strategy of the paper (which can recover from a midpoint grid's blind spots).
+Zooming makes this continuous: at each of ``L`` levels, every variable's current
+interval is cut into ``R`` equal cells, one uniformly random representative is drawn in
+each cell, the grid of representatives is maximized exactly, and every variable's
+interval shrinks to the cell of its chosen representative. After ``L`` levels the
+resolution is $R^{-L}$ of the box, at a cost of $O(L (d R + E R^2))$ acquisition terms
+instead of $R^{dL}$. Restarts run as one batch: the first takes the cell midpoints as
+representatives (which zooms exactly onto the peak of a separable unimodal function),
+the others uniformly random points in each cell, the randomized strategy of the paper
+(which can recover from a midpoint grid's blind spots).
 """
 
 from __future__ import annotations

@@ -1,15 +1,12 @@
 r"""The factors of the treed GP's weighted pseudo-likelihood, batched by size.
 
-Paper 003 fits the leaf GPs' hyper-parameters jointly: each node on a leaf's
-path contributes the Gaussian log-likelihood of the points that it holds and
-its child on the path does not, under that leaf's hyper-parameters, weighted
-$2 / (1 + \text{level})$. The factors differ in size, so they are padded
-into a few batches of similar sizes
-([`group_by_size()`][treebo.treed.partition.group_by_size]
-with `FACTOR_BATCH_COST`: few batches, little
-padding); each batch keeps
-its inputs, membership mask and right-hand sides, which every evaluation of the
-fit would otherwise gather again.
+Paper 003 fits the leaf GPs' hyper-parameters jointly: each node on a leaf's path
+contributes the Gaussian log-likelihood of the points that it holds and its child on the
+path does not, under that leaf's hyper-parameters, weighted $2 / (1 + \text{level})$.
+The factors differ in size, so they are padded into a few batches of similar sizes
+([`group_by_size()`][treebo.treed.partition.group_by_size] with `FACTOR_BATCH_COST`: few
+batches, little padding); each batch keeps its inputs, membership mask and right-hand
+sides, which every evaluation of the fit would otherwise gather again.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 r"""Fitting a [`TreedGP`][treebo.treed.model.TreedGP] with its mean and scales profiled
 out.
 
-The weighted pseudo-likelihood of a treed GP (paper 003, eq. 8-9) is a sum
-over pseudo-likelihood factors $f$ of Gaussian log densities of the
-residuals $y_f - \mu_l$ under $\sigma_l^2 (R_l + \lambda_l I)$,
-where leaf $l$ owns the factor, $R_l$ is its Matern-5/2
-correlation (lengthscales $\ell_l$, optional input warp),
-$\sigma_l^2$ its output scale and $\lambda_l = s_l^2 /
-\sigma_l^2$ its noise-to-signal ratio. For fixed $(\ell_l, \lambda_l)$
-the best constant mean is a generalized least-squares estimate and the best
-log output scale $t_l = \log \sigma_l^2$ solves a strictly concave 1-D
-problem:
+The weighted pseudo-likelihood of a treed GP (paper 003, eq. 8-9) is a sum over
+pseudo-likelihood factors $f$ of Gaussian log densities of the residuals $y_f - \mu_l$
+under $\sigma_l^2 (R_l + \lambda_l I)$, where leaf $l$ owns the factor, $R_l$ is its
+Matern-5/2 correlation (lengthscales $\ell_l$, optional input warp), $\sigma_l^2$ its
+output scale and $\lambda_l = s_l^2 /
+\sigma_l^2$ its noise-to-signal ratio. For fixed $(\ell_l, \lambda_l)$ the best constant
+mean is a generalized least-squares estimate and the best log output scale
+$t_l = \log \sigma_l^2$ solves a strictly concave 1-D problem:
 
 $$
 \mu_l^* = \frac{\sum_f w_f\, 1^\top C_f^{-1} y_f}
@@ -20,20 +18,19 @@ t_l^* = \arg\max_t\; -\tfrac12 Q_l e^{-t} - \tfrac12 N_l t
     + \log p_\sigma(e^t) + \log p_s(\lambda_l e^t),
 $$
 
-with $C_f = R_l + \lambda_l I$ on the factor's points, $Q_l =
-\sum_f w_f (y_f - \mu_l^*)^\top C_f^{-1} (y_f - \mu_l^*)$, $N_l =
-\sum_f w_f n_f$, and $p_\sigma$, $p_s$ the log-normal priors of
-the output scale and the noise (Newton's method, a few steps). L-BFGS-B then
-searches only the lengthscales, the ratios and the warps. This is the same
-maximum a posteriori point as optimizing all hyper-parameters together
+with $C_f = R_l + \lambda_l I$ on the factor's points, $Q_l = \sum_f w_f (y_f -
+\mu_l^*)^\top C_f^{-1} (y_f - \mu_l^*)$, $N_l = \sum_f w_f
+n_f$, and $p_\sigma$, $p_s$ the log-normal priors of the output scale and the noise
+(Newton's method, a few steps). L-BFGS-B then searches only the lengthscales, the ratios
+and the warps. This is the same maximum a posteriori point as optimizing all
+hyper-parameters together
 ([`WeightedPseudoLikelihood`][treebo.treed.fit.WeightedPseudoLikelihood], the objective
-as a GPyTorch marginal
-likelihood, which ``botorch.fit.fit_gpytorch_mll`` dispatches here), in
-fewer iterations: the mean and the output scale are the directions along
-which the full objective is flattest. Gradients need no differentiation through
-$\mu^*$ or $t^*$ (they are stationary points, so the envelope
-theorem applies), except where the noise floor binds and $t^* = \log
-s_{\min}^2 - \log \lambda_l$ is differentiated as written.
+as a GPyTorch marginal likelihood, which ``botorch.fit.fit_gpytorch_mll`` dispatches
+here), in fewer iterations: the mean and the output scale are the directions along which
+the full objective is flattest. Gradients need no differentiation through $\mu^*$ or
+$t^*$ (they are stationary points, so the envelope theorem applies), except where the
+noise floor binds and $t^* = \log s_{\min}^2 - \log
+\lambda_l$ is differentiated as written.
 """
 
 from __future__ import annotations
@@ -86,16 +83,15 @@ def profiled_pseudo_log_likelihood(
     r"""The weighted pseudo-likelihood with the means and output scales profiled.
 
     Args:
-        model: A [`TreedGP`][treebo.treed.model.TreedGP] (its lengthscales and warps
-            are used; its means, output scales and noises are not).
+        model: A [`TreedGP`][treebo.treed.model.TreedGP] (its lengthscales and warps are
+            used; its means, output scales and noises are not).
         log_ratio: ``L``: each leaf's $\log \lambda_l$.
 
     Returns:
-        ``(value, mean, log_scale)``: the weighted pseudo-likelihood plus the
-        log priors of the output scales and noises at $(\mu^*, t^*)$
-        (0-dimensional, differentiable in the lengthscales, warps and
-        ``log_ratio``), and the ``L`` profiled means and log output scales
-        (detached).
+        ``(value, mean, log_scale)``: the weighted pseudo-likelihood plus the log priors
+        of the output scales and noises at $(\mu^*, t^*)$ (0-dimensional, differentiable
+        in the lengthscales, warps and ``log_ratio``), and the ``L`` profiled means and
+        log output scales (detached).
     """
     lengthscale = model.covar_module.base_kernel.base_kernel.lengthscale
     quadratics = _factor_quadratics(model, lengthscale, log_ratio)
@@ -118,11 +114,10 @@ def _factor_quadratics(
         log_ratio: ``... x L``: each leaf's $\log \lambda_l$.
 
     Returns:
-        ``(leaf, weight, gram, half_logdet, count)`` of the ``F`` factors:
-        the owning leaf and the weight (``F`` each), the ``... x F x 2 x 2``
-        Gram matrices $y^\top C^{-1} y$, $y^\top C^{-1} 1$,
-        $1^\top C^{-1} 1$, the ``... x F`` values $\tfrac12
-        \log |C|$, and the weighted sizes (``F``).
+        ``(leaf, weight, gram, half_logdet, count)`` of the ``F`` factors: the owning
+        leaf and the weight (``F`` each), the ``... x F x 2 x 2`` Gram matrices
+        $y^\top C^{-1} y$, $y^\top C^{-1} 1$, $1^\top C^{-1} 1$, the ``... x F`` values
+        $\tfrac12 \log |C|$, and the weighted sizes (``F``).
     """
     ratio = log_ratio.exp()
     parts = []  # per group: leaf, weight, gram, log|C| / 2, weighted count
@@ -162,16 +157,12 @@ def _profiled_priors(
 def start_from_grid(model: torch.nn.Module, log_ratio: Tensor) -> Tensor:
     r"""Move each leaf's start to the best point of a small grid.
 
-    The profiled objective is a sum of one term per leaf in that leaf's own
-    lengthscales and ratio, so each leaf picks its own start: the best, by
-    its term plus its lengthscales' log prior, of the current values and of
-    every pair of an isotropic lengthscale in
-    `START_LENGTHSCALES` and
-    a noise-to-signal ratio in `START_LOG_RATIOS`.
-    All ``G``
-    candidates are scored without gradients in batched passes (``G x F``
-    factors each, at most `START_BATCH_ENTRIES`
-    matrix entries a
+    The profiled objective is a sum of one term per leaf in that leaf's own lengthscales
+    and ratio, so each leaf picks its own start: the best, by its term plus its
+    lengthscales' log prior, of the current values and of every pair of an isotropic
+    lengthscale in `START_LENGTHSCALES` and a noise-to-signal ratio in
+    `START_LOG_RATIOS`. All ``G`` candidates are scored without gradients in batched
+    passes (``G x F`` factors each, at most `START_BATCH_ENTRIES` matrix entries a
     pass); the lengthscales are written into the model.
 
     Args:
@@ -232,32 +223,28 @@ def fit_treed_gp(
 ) -> OptimizationResult:
     r"""Fit a [`TreedGP`][treebo.treed.model.TreedGP]'s hyper-parameters (MAP).
 
-    Maximizes the weighted pseudo-likelihood plus the log priors (the
-    objective of
-    [`WeightedPseudoLikelihood`][treebo.treed.fit.WeightedPseudoLikelihood])
-    by L-BFGS-B over the lengthscales, the noise-to-signal ratios and the
-    warps, with each leaf's mean and output scale profiled out (module
-    docstring), then writes the means, output scales and noises into the
-    model.
+    Maximizes the weighted pseudo-likelihood plus the log priors (the objective of
+    [`WeightedPseudoLikelihood`][treebo.treed.fit.WeightedPseudoLikelihood]) by L-BFGS-B
+    over the lengthscales, the noise-to-signal ratios and the warps, with each leaf's
+    mean and output scale profiled out (module docstring), then writes the means, output
+    scales and noises into the model.
 
     Args:
         model: The [`TreedGP`][treebo.treed.model.TreedGP]; fitted in place from its
-            current lengthscales, warps and noise-to-signal ratios, each
-            leaf's moved first to the best point of a grid with
-            ``grid_start``.
+            current lengthscales, warps and noise-to-signal ratios, each leaf's moved
+            first to the best point of a grid with ``grid_start``.
         maxiter: L-BFGS-B iterations.
         ftol: L-BFGS-B's relative tolerance on the objective.
-        grid_start: Start each leaf from the best of its current values
-            and a grid of lengthscales and noise ratios
+        grid_start: Start each leaf from the best of its current values and a grid of
+            lengthscales and noise ratios
             ([`start_from_grid()`][treebo.treed.fit.start_from_grid]). The objective has
-            several local
-            optima (smooth leaves with large noise, interpolating ones with
-            tiny noise); the grid finds the better basin at the cost of a
-            few evaluations without gradients.
+            several local optima (smooth leaves with large noise, interpolating ones
+            with tiny noise); the grid finds the better basin at the cost of a few
+            evaluations without gradients.
 
     Returns:
-        SciPy's `OptimizationResult` (``fval``:
-        the negated objective divided by the number of training points).
+        SciPy's `OptimizationResult` (``fval``: the negated objective divided by the
+        number of training points).
 
     Example:
         >>> import torch
@@ -316,13 +303,11 @@ def fit_treed_gp(
 
 class WeightedPseudoLikelihood(MarginalLogLikelihood):
     r"""The objective that fits a [`TreedGP`][treebo.treed.model.TreedGP]'s leaves: the
-    weighted
-    pseudo-likelihood plus the log priors, divided by the number of training
+    weighted pseudo-likelihood plus the log priors, divided by the number of training
     points. ``botorch.fit.fit_gpytorch_mll`` maximizes it (through
     [`custom_fit()`][treebo.treed.model.TreedGP.custom_fit]: L-BFGS-B over the
-    lengthscales, warps and
-    noise-to-signal ratios, with each leaf's mean and output scale profiled
-    out; [`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp]).
+    lengthscales, warps and noise-to-signal ratios, with each leaf's mean and output
+    scale profiled out; [`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp]).
 
     Args:
         model: The [`TreedGP`][treebo.treed.model.TreedGP].

@@ -1,8 +1,8 @@
 r"""The treed-leaf covariance function (Assael et al., HTBO).
 
 For a partition of the input space into closed leaf cells $C_1, \dots,
-C_L$ ([`TreePartition`][treebo.treed.partition.TreePartition]) and one stationary
-kernel per leaf,
+C_L$ ([`TreePartition`][treebo.treed.partition.TreePartition]) and one stationary kernel
+per leaf,
 
 $$
 k(x, x') = \sum_{l=1}^{L} \mathbb{1}[x \in C_l]\, \mathbb{1}[x' \in C_l]\,
@@ -10,11 +10,11 @@ k(x, x') = \sum_{l=1}^{L} \mathbb{1}[x \in C_l]\, \mathbb{1}[x' \in C_l]\,
 $$
 
 Each term is a product of a PSD kernel and the rank-one kernel
-$\mathbb{1}[x \in C_l]\mathbb{1}[x' \in C_l]$, so the sum is PSD. Points
-in different cells are independent; a point on a boundary lies in both cells
-beside it. The leaf kernels are one GPyTorch kernel with batch shape ``L``
-(per-leaf hyper-parameters as batched parameters), evaluated for every leaf at
-once and combined with the cell memberships in one ``einsum``.
+$\mathbb{1}[x \in C_l]\mathbb{1}[x' \in C_l]$, so the sum is PSD. Points in different
+cells are independent; a point on a boundary lies in both cells beside it. The leaf
+kernels are one GPyTorch kernel with batch shape ``L`` (per-leaf hyper-parameters as
+batched parameters), evaluated for every leaf at once and combined with the cell
+memberships in one ``einsum``.
 """
 
 from __future__ import annotations
@@ -38,11 +38,10 @@ def leaf_base_kernel(num_leaves: int, dim: int) -> ScaleKernel:
     r"""Matern-5/2 ARD leaf kernels with batch shape ``num_leaves``.
 
     Lengthscales are BoTorch's default for ``SingleTaskGP``
-    (``get_covar_module_with_dim_scaled_prior``: the dimension-scaled
-    log-normal prior of Hvarfner et al., 2024, and a lower bound of 0.025);
-    each leaf has its own output scale with a $\mathrm{LogNormal}(0, 1)$
-    prior, kept above ``MIN_OUTPUTSCALE`` (a leaf of near-constant data
-    would otherwise drive it to an underflowing zero).
+    (``get_covar_module_with_dim_scaled_prior``: the dimension-scaled log-normal prior
+    of Hvarfner et al., 2024, and a lower bound of 0.025); each leaf has its own output
+    scale with a $\mathrm{LogNormal}(0, 1)$ prior, kept above ``MIN_OUTPUTSCALE`` (a
+    leaf of near-constant data would otherwise drive it to an underflowing zero).
 
     Args:
         num_leaves: ``L``.
@@ -71,8 +70,7 @@ class TreedLeafKernel(Kernel):
             ``L`` leaves.
         base_kernel: A kernel of batch shape ``L`` (default:
             [`leaf_base_kernel()`][treebo.treed.kernel.leaf_base_kernel], Matern-5/2 ARD
-            with an output scale).
-            Leaf $l$ uses batch entry $l$.
+            with an output scale). Leaf $l$ uses batch entry $l$.
         dim: ``d``; needed only to build the default ``base_kernel``.
 
     Example:

@@ -3,16 +3,14 @@ r"""Treed GPs for non-stationary objectives (HTBO, Assael et al.).
 [`TreedGP`][treebo.treed.model.TreedGP] partitions the inputs with a CART-style tree
 ([`build_partition()`][treebo.treed.partition.build_partition]: thresholds at observed
 points that both children keep; pruned by leave-one-out validation,
-[`loo_prune()`][treebo.treed.pruning.loo_prune]) and fits one
-Matern-5/2 ARD GP per leaf on the leaf's points. A query is answered by
-the GP of its leaf, so a smooth region and a rugged one get their own
-lengthscales, output scales and noise.
+[`loo_prune()`][treebo.treed.pruning.loo_prune]) and fits one Matern-5/2 ARD GP per leaf
+on the leaf's points. A query is answered by the GP of its leaf, so a smooth region and
+a rugged one get their own lengthscales, output scales and noise.
 
-Leaf hyper-parameters $\theta_j$ maximize the weighted marginal
-pseudo-likelihood of paper 003 (eq. 8-9): with $\rho^j_0 = j,
-\rho^j_1, \dots$ the nodes from leaf $j$ up to the root and
-$D_{j,i}$ the data of $\rho^j_i$ not in $\rho^j_{i-1}$
-($D_{j,0}$ the leaf's own data),
+Leaf hyper-parameters $\theta_j$ maximize the weighted marginal pseudo-likelihood of
+paper 003 (eq. 8-9): with $\rho^j_0 = j, \rho^j_1,
+\dots$ the nodes from leaf $j$ up to the root and $D_{j,i}$ the data of $\rho^j_i$ not
+in $\rho^j_{i-1}$ ($D_{j,0}$ the leaf's own data),
 
 $$
 \mathcal{L}(\theta) = \sum_{j} \sum_{i=0}^{\delta^j} w_i\,
@@ -20,14 +18,13 @@ $$
 \qquad w_i = \frac{2}{1 + i},
 $$
 
-so a leaf's own data count twice and each level above it less, and a leaf
-with few points borrows the lengthscales of its neighbourhood. The factors
-of all leaves are grouped by size, and each group is one batch of padded
-Gaussian log-likelihoods (padded rows are independent unit variables with
-zero residual, which add nothing), so a few batched Choleskys evaluate the
-whole objective. With ``warp=True`` each leaf also learns a Kumaraswamy input warp
-(BoTorch's `Warp`, in place of the
-paper's Beta CDF): HTBO-WARP.
+so a leaf's own data count twice and each level above it less, and a leaf with few
+points borrows the lengthscales of its neighbourhood. The factors of all leaves are
+grouped by size, and each group is one batch of padded Gaussian log-likelihoods (padded
+rows are independent unit variables with zero residual, which add nothing), so a few
+batched Choleskys evaluate the whole objective. With ``warp=True`` each leaf also learns
+a Kumaraswamy input warp (BoTorch's `Warp`, in place of the paper's Beta CDF):
+HTBO-WARP.
 """
 
 from __future__ import annotations
@@ -81,19 +78,19 @@ class TreedGP(Model, GP):
             outcomes).
         outcome_transform: Applied to ``train_Y`` (default ``Standardize``;
             ``None`` for none).
-        split_test: Accepts or rejects each split while the partition grows
-            (see [`build_partition()`][treebo.treed.partition.build_partition]; default:
+        split_test: Accepts or rejects each split while the partition grows (see
+            [`build_partition()`][treebo.treed.partition.build_partition]; default:
             every split that reduces the squared error).
-        prune: Prune the grown tree to the subtree whose leaf GPs predict
-            the training points best in leave-one-out
-            ([`loo_prune()`][treebo.treed.pruning.loo_prune]); ``False``
-            keeps paper 003's tree.
+        prune: Prune the grown tree to the subtree whose leaf GPs predict the training
+            points best in leave-one-out
+            ([`loo_prune()`][treebo.treed.pruning.loo_prune]); ``False`` keeps paper
+            003's tree.
 
     Attributes:
         partition: The [`TreePartition`][treebo.treed.partition.TreePartition], in
             unit-cube coordinates.
-        covar_module: The [`TreedLeafKernel`][treebo.treed.kernel.TreedLeafKernel]
-            (leaf kernels with batch shape ``L``).
+        covar_module: The [`TreedLeafKernel`][treebo.treed.kernel.TreedLeafKernel] (leaf
+            kernels with batch shape ``L``).
 
     Example:
         >>> import torch
@@ -256,17 +253,16 @@ class TreedGP(Model, GP):
                 uses.
 
         Returns:
-            ``... x a x b``: $\kappa(\lVert (A_i - B_j) / \ell_l
-            \rVert)$.
+            ``... x a x b``: $\kappa(\lVert (A_i - B_j) / \ell_l \rVert)$.
         """
         ls = self.covar_module.base_kernel.base_kernel.lengthscale[leaf]
         return stationary_correlation(pairwise_sq_dist(A / ls, B / ls), "matern52")
 
     def _leaf_kernel(self, A: Tensor, B: Tensor, leaf: Tensor) -> Tensor:
         r"""The Matern-5/2 kernel of leaf ``leaf`` between ``A`` and ``B``:
-        ``... x a x b`` values $\sigma_l^2 \kappa(\lVert (A_i - B_j)
-        / \ell_l \rVert)$ (the same as the batched
-        ``covar_module.base_kernel`` entry ``l``; arguments as in
+        ``... x a x b`` values $\sigma_l^2 \kappa(\lVert (A_i - B_j) / \ell_l
+        \rVert)$ (the same as the batched ``covar_module.base_kernel`` entry ``l``;
+        arguments as in
         [`_leaf_correlation()`][treebo.treed.model.TreedGP._leaf_correlation])."""
         outputscale = self.covar_module.base_kernel.outputscale[leaf]
         corr = self._leaf_correlation(A, B, leaf)
@@ -284,10 +280,9 @@ class TreedGP(Model, GP):
 
         Returns:
             ``(chol, resid, X)``: ``B x m x m`` lower Cholesky factors of
-            $K_l + \sigma_l^2 I$ on the members and the identity on the
-            padding, ``B x m`` residuals from the leaf's mean (zero on the
-            padding), and the ``B x m x d`` inputs as the leaf's kernel sees
-            them.
+            $K_l + \sigma_l^2 I$ on the members and the identity on the padding,
+            ``B x m`` residuals from the leaf's mean (zero on the padding), and the
+            ``B x m x d`` inputs as the leaf's kernel sees them.
         """
         X = self._leaf_inputs(self.train_inputs[0][index], leaf)
         K = self._leaf_kernel(X, X, leaf)
@@ -371,9 +366,8 @@ class TreedGP(Model, GP):
 
         Returns:
             ``(mean, V)``: ``P`` posterior means and ``P x m`` rows
-            $L_l^{-1} k_l(X_l, x)$ (zero beyond the leaf's data), so
-            that two points of one leaf have posterior covariance
-            $k_l(x, x') - V_x \cdot V_{x'}$.
+            $L_l^{-1} k_l(X_l, x)$ (zero beyond the leaf's data), so that two points of
+            one leaf have posterior covariance $k_l(x, x') - V_x \cdot V_{x'}$.
         """
         chol, alpha, Xl = self._leaf_posterior_terms()
         L, P = self.num_leaves, leaf.numel()

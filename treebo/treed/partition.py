@@ -1,26 +1,24 @@
 r"""The input-space partition of a treed GP (Assael et al., HTBO, Sec. 3.1).
 
-A binary tree over the inputs, grown from the data as in CART: a node
-$A$ is split on the feature $h$ and threshold $\tau$ that
-maximize the reduction in uncertainty (eq. 5 of paper 003)
+A binary tree over the inputs, grown from the data as in CART: a node $A$ is split on
+the feature $h$ and threshold $\tau$ that maximize the reduction in uncertainty (eq. 5
+of paper 003)
 
 $$
 I(A, A', A'') = U(A) - \frac{|A'|}{|A|} U(A') - \frac{|A''|}{|A|} U(A''),
 \qquad U(A) = \frac{1}{|A|} \sum_{i \in A} (y_i - \bar y_A)^2,
 $$
 
-with one difference from CART that matters for BO: $\tau$ is an observed
-value $x_{kh}$ and the points with $x_h = \tau$ belong to *both*
-children ($A' = \{x_h \le \tau\}$, $A'' = \{x_h \ge \tau\}$), so
-that no gap between two leaves is left without data. Every child keeps at
-least ``min_leaf_size`` points; a node with no such split that reduces
+with one difference from CART that matters for BO: $\tau$ is an observed value $x_{kh}$
+and the points with $x_h = \tau$ belong to *both* children ($A' = \{x_h \le \tau\}$,
+$A'' = \{x_h \ge \tau\}$), so that no gap between two leaves is left without data. Every
+child keeps at least ``min_leaf_size`` points; a node with no such split that reduces
 $U$ is a leaf.
 
-The tree is grown one depth level at a time, every node of a level at once:
-the points are sorted once per feature, and prefix sums over that order of
-the node memberships, $y$ and $y^2$ give the statistics of every
-candidate split of every node in one tensor operation, so a level costs
-$O(N_\ell\, d\, n)$ after an $O(d\, n \log n)$ sort.
+The tree is grown one depth level at a time, every node of a level at once: the points
+are sorted once per feature, and prefix sums over that order of the node memberships,
+$y$ and $y^2$ give the statistics of every candidate split of every node in one tensor
+operation, so a level costs $O(N_\ell\, d\, n)$ after an $O(d\, n \log n)$ sort.
 
 Example:
     >>> import torch
@@ -199,8 +197,7 @@ class TreePartition:
 
         Returns:
             A [`TreePartition`][treebo.treed.partition.TreePartition] of the kept nodes,
-            numbered in the same
-            order.
+            numbered in the same order.
         """
         if collapse.shape != self.feature.shape:
             raise ValueError(

@@ -1,18 +1,15 @@
 r"""The autograd pieces of a treed GP's profiled weighted pseudo-likelihood.
 
-[`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp] evaluates its objective many
-times on small matrices, where the overhead of each autograd graph node
-dominates. The two functions here replace those graphs with written-out
-backward passes:
+[`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp] evaluates its objective many times on
+small matrices, where the overhead of each autograd graph node dominates. The two
+functions here replace those graphs with written-out backward passes:
 [`MaternGaussianQuadratics`][treebo.treed.profile.MaternGaussianQuadratics] (each
-factor's Gaussian
-quadratic forms and log-determinant) and
-[`ProfiledLeafObjective`][treebo.treed.profile.ProfiledLeafObjective]
-(the factors summed into their leaves, with each leaf's mean and output
-scale profiled out; the math is in `treebo.treed.fit`).
-[`profile_leaves()`][treebo.treed.profile.profile_leaves] is that profile without
-gradients and with leading
-batch dimensions, which scores many candidate hyper-parameters at once.
+factor's Gaussian quadratic forms and log-determinant) and
+[`ProfiledLeafObjective`][treebo.treed.profile.ProfiledLeafObjective] (the factors
+summed into their leaves, with each leaf's mean and output scale profiled out; the math
+is in `treebo.treed.fit`). [`profile_leaves()`][treebo.treed.profile.profile_leaves] is
+that profile without gradients and with leading batch dimensions, which scores many
+candidate hyper-parameters at once.
 """
 
 from __future__ import annotations
@@ -45,16 +42,15 @@ class MaternGaussianQuadratics(torch.autograd.Function):
         + \operatorname{diag}(\mathrm{diag})
     $$
 
-    ($\kappa$ the Matern-5/2 correlation) and returns ``G = r^T
-    C^{-1} r`` (``B x k x k``) and $\tfrac12 \log |C|$ (``B``). The
-    backward pass is written out: with $\bar C = -C^{-1} r\, \bar G\,
-    r^\top C^{-1} + \tfrac12 \bar h\, C^{-1}$ (symmetrized),
-    the diagonal's gradient is that of $\bar C$ and, for
+    ($\kappa$ the Matern-5/2 correlation) and returns ``G = r^T C^{-1} r`` (``B x k x
+    k``) and $\tfrac12 \log |C|$ (``B``). The backward pass is written out: with
+    $\bar C = -C^{-1} r\, \bar G\, r^\top C^{-1} + \tfrac12 \bar h\,
+    C^{-1}$ (symmetrized), the diagonal's gradient is that of $\bar C$ and, for
     $S = \bar C \odot w w^\top \odot \kappa'$,
-    $\bar Z = 4 (\operatorname{diag}(S 1) Z - S Z)$, so one
-    Cholesky inverse and two batched products replace an autograd graph
-    over every ``B x m x m`` intermediate (the fit evaluates this many times
-    on small matrices, where each graph node's overhead dominates).
+    $\bar Z = 4 (\operatorname{diag}(S 1) Z - S Z)$, so one Cholesky inverse and two
+    batched products replace an autograd graph over every ``B x m x m`` intermediate
+    (the fit evaluates this many times on small matrices, where each graph node's
+    overhead dominates).
     """
 
     @staticmethod
@@ -90,15 +86,14 @@ class LeafProfile(NamedTuple):
     r"""Each leaf's profiled objective and its pieces (``... x L`` each).
 
     Attributes:
-        value: The leaf's weighted pseudo-likelihood plus the log priors of
-            its output scale and noise, at $(\mu^*, t^*)$.
+        value: The leaf's weighted pseudo-likelihood plus the log priors of its output
+            scale and noise, at $(\mu^*, t^*)$.
         mean: $\mu^*$, the generalized least-squares mean.
         log_scale: $t^*$, the profiled log output scale.
         decay: $e^{-t^*}$.
         Q: The weighted quadratic form $Q_l$ at $\mu^*$.
         N: The weighted count $N_l$.
-        z_s: The output scale's standardized log, $(t^* - m_\sigma) /
-            s_\sigma$.
+        z_s: The output scale's standardized log, $(t^* - m_\sigma) / s_\sigma$.
         z_n: The noise's standardized log.
         binds: Where the noise floor binds.
     """
@@ -127,8 +122,8 @@ def profile_leaves(
     r"""Sum factors into their leaves and profile out the means and scales.
 
     Args:
-        gram: ``... x F x 2 x 2``: each factor's $y^\top C^{-1} y$,
-            $y^\top C^{-1} 1$, $1^\top C^{-1} 1$.
+        gram: ``... x F x 2 x 2``: each factor's $y^\top C^{-1} y$, $y^\top C^{-1} 1$,
+            $1^\top C^{-1} 1$.
         half_logdet: ``... x F``: $\tfrac12 \log |C|$.
         log_ratio: ``... x L``: each leaf's $\log \lambda_l$.
         leaf: ``F`` long: the leaf owning each factor.
@@ -181,18 +176,16 @@ def profile_leaves(
 class ProfiledLeafObjective(torch.autograd.Function):
     r"""The profiled objective of every leaf from its factors' quadratic forms.
 
-    For ``F`` factors with Gram matrices ``gram`` (``F x 2 x 2``: $y^\top
-    C^{-1} y$, $y^\top C^{-1} 1$, $1^\top C^{-1} 1$) and
-    $\tfrac12 \log |C|$ (``half_logdet``, ``F``), and the leaves' log
-    noise-to-signal ratios (``log_ratio``, ``L``), sums the factors into their
-    leaves, profiles out each leaf's mean $\mu^*$ (generalized least
-    squares) and log output scale $t^*$ (Newton's method; module
-    docstring), and returns the weighted pseudo-likelihood plus the two
-    profiled log priors (0-dimensional), with $\mu^*$ and $t^*$
-    (``L`` each, not differentiable).
+    For ``F`` factors with Gram matrices ``gram`` (``F x 2 x 2``: $y^\top C^{-1}
+    y$, $y^\top C^{-1} 1$, $1^\top C^{-1} 1$) and $\tfrac12 \log |C|$ (``half_logdet``,
+    ``F``), and the leaves' log noise-to-signal ratios (``log_ratio``, ``L``), sums the
+    factors into their leaves, profiles out each leaf's mean $\mu^*$ (generalized least
+    squares) and log output scale $t^*$ (Newton's method; module docstring), and returns
+    the weighted pseudo-likelihood plus the two profiled log priors (0-dimensional),
+    with $\mu^*$ and $t^*$ (``L`` each, not differentiable).
 
-    The backward pass is written out. $\mu^*$ and an interior
-    $t^*$ are stationary points, so the value's gradient holds them
+    The backward pass is written out. $\mu^*$ and an interior $t^*$ are stationary
+    points, so the value's gradient holds them
     fixed: $\partial / \partial\, \mathrm{gram}_f = -\tfrac12 w_f
     e^{-t_l} (1, -\mu_l)^\top (1, -\mu_l)$ and $\partial / \partial\,
     \mathrm{half\_logdet}_f = -w_f$; where the noise floor binds, $t^* =

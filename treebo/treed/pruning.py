@@ -1,21 +1,18 @@
 r"""Pruning the treed GP's partition by leave-one-out validation.
 
-Paper 003 splits a node whenever a split reduces the squared error of the
-node means (eq. 5), down to 5 points per leaf. That grows a leaf for every
-few points even where the function is stationary, and a GP on 5-10 points
-predicts worse than one GP on all of them.
-[`loo_prune()`][treebo.treed.pruning.loo_prune] grows that tree
-and then, as CART does, prunes it: a split is kept only where separate GPs
-on the leaves below it predict the node's points better than one GP on the
-node, measured by leave-one-out (LOO) squared error. LOO needs no penalty
-for the extra hyper-parameters of more leaves: a GP on too few points
-predicts its held-out points badly. Pruning a grown tree, rather than
+Paper 003 splits a node whenever a split reduces the squared error of the node means
+(eq. 5), down to 5 points per leaf. That grows a leaf for every few points even where
+the function is stationary, and a GP on 5-10 points predicts worse than one GP on all of
+them. [`loo_prune()`][treebo.treed.pruning.loo_prune] grows that tree and then, as CART
+does, prunes it: a split is kept only where separate GPs on the leaves below it predict
+the node's points better than one GP on the node, measured by leave-one-out (LOO)
+squared error. LOO needs no penalty for the extra hyper-parameters of more leaves: a GP
+on too few points predicts its held-out points badly. Pruning a grown tree, rather than
 stopping early, keeps a split that only pays off one level further down.
 
-Each node gets its own isotropic Matern-5/2 GP with an unknown constant mean
-(a flat prior, integrated out), its lengthscale $\ell$ and relative
-nugget $\eta$ chosen from a grid by the node's restricted likelihood
-(REML),
+Each node gets its own isotropic Matern-5/2 GP with an unknown constant mean (a flat
+prior, integrated out), its lengthscale $\ell$ and relative nugget $\eta$ chosen from a
+grid by the node's restricted likelihood (REML),
 
 $$
 \ell_R(\ell, \eta) = -\tfrac{m - 1}{2} \log \frac{y^\top P y}{m - 1}
@@ -24,15 +21,14 @@ $$
     {\mathbf 1^\top K^{-1} \mathbf 1},
 $$
 
-with $K = C_\ell + \eta I$ over the node's $m$ points (the
-output scale is profiled out and cancels from the predictions). The LOO
-residuals of that GP, with the mean re-estimated without the held-out
-point, are $e_i = (P y)_i / P_{ii}$, and the node's score is
-$E_v = \sum_i w_{vi} e_{vi}^2$, where a point's weight halves each
-time it lies on a threshold and so in both children (the weights of a point
-over the leaves of any subtree sum to its weight at the subtree's root).
-All nodes of one size class, and all grid values, are one batch of padded
-Cholesky factorizations; the pruning itself is one tensor step per level.
+with $K = C_\ell + \eta I$ over the node's $m$ points (the output scale is profiled out
+and cancels from the predictions). The LOO residuals of that GP, with the mean
+re-estimated without the held-out point, are $e_i = (P y)_i / P_{ii}$, and the node's
+score is $E_v = \sum_i w_{vi} e_{vi}^2$, where a point's weight halves each time it lies
+on a threshold and so in both children (the weights of a point over the leaves of any
+subtree sum to its weight at the subtree's root). All nodes of one size class, and all
+grid values, are one batch of padded Cholesky factorizations; the pruning itself is one
+tensor step per level.
 
 Example:
     >>> import torch
@@ -129,15 +125,14 @@ def loo_prune(
 
     Every node's own GP is scored by its leave-one-out squared error
     $E_v = \sum_i w_{vi} e_{vi}^2$ (weights from
-    [`shared_weights()`][treebo.treed.partition.TreePartition.shared_weights]), and
-    from the deepest level up each inner node keeps its split only if its
-    children's best subtrees score lower:
-    $B_v = \min(E_v, B_{v'} + B_{v''})$. Nodes with fewer than three
-    points never keep a split into them.
+    [`shared_weights()`][treebo.treed.partition.TreePartition.shared_weights]), and from
+    the deepest level up each inner node keeps its split only if its children's best
+    subtrees score lower: $B_v = \min(E_v, B_{v'} + B_{v''})$. Nodes with fewer than
+    three points never keep a split into them.
 
     Args:
-        partition: A grown [`TreePartition`][treebo.treed.partition.TreePartition]
-            of ``X``.
+        partition: A grown [`TreePartition`][treebo.treed.partition.TreePartition] of
+            ``X``.
         X: ``n x d`` inputs (in the unit cube).
         y: ``n`` (or ``n x 1``) outcomes.
         lengthscales: The grid of isotropic lengthscales of each node's GP.

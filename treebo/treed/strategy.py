@@ -1,16 +1,15 @@
 r"""The treed strategy: HTBO (Assael et al.) on spaces of real parameters.
 
-Each proposal builds a [`TreedGP`][treebo.treed.model.TreedGP] on the observations
-(the partition is rebuilt from the data every time, as in paper 003, and
-pruned by leave-one-out validation), fits
-its leaves by the weighted pseudo-likelihood
-([`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp]), and maximizes expected
-improvement over a 20,000-point Sobol set with the best points polished by
-L-BFGS-B ([`optimize_acqf_sobol()`][treebo.optim.sobol.optimize_acqf_sobol]). Pending
-configurations enter through BoTorch's Monte Carlo ``qLogExpectedImprovement``
-with ``X_pending``. Hyper-parameters are fitted from their defaults each time
-(the number of leaves changes between proposals), so the strategy keeps no
-state and a resumed run continues exactly.
+Each proposal builds a [`TreedGP`][treebo.treed.model.TreedGP] on the observations (the
+partition is rebuilt from the data every time, as in paper 003, and pruned by
+leave-one-out validation), fits its leaves by the weighted pseudo-likelihood
+([`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp]), and maximizes expected improvement
+over a 20,000-point Sobol set with the best points polished by L-BFGS-B
+([`optimize_acqf_sobol()`][treebo.optim.sobol.optimize_acqf_sobol]). Pending
+configurations enter through BoTorch's Monte Carlo ``qLogExpectedImprovement`` with
+``X_pending``. Hyper-parameters are fitted from their defaults each time (the number of
+leaves changes between proposals), so the strategy keeps no state and a resumed run
+continues exactly.
 """
 
 from __future__ import annotations
@@ -55,10 +54,9 @@ class TreedOptions:
             scores).
         num_points: Size of the Sobol set the acquisition is scored on.
         num_polish: How many of its best points L-BFGS-B refines.
-        fit_maxiter: L-BFGS-B iterations of the hyper-parameter fit
-            (``None``: 20, or 50 with ``warp``, whose two concentrations per
-            input and leaf take longer to settle). The fit starts each
-            leaf from the best point of a grid
+        fit_maxiter: L-BFGS-B iterations of the hyper-parameter fit (``None``: 20, or 50
+            with ``warp``, whose two concentrations per input and leaf take longer to
+            settle). The fit starts each leaf from the best point of a grid
             ([`start_from_grid()`][treebo.treed.fit.start_from_grid]).
 
     Example:
