@@ -110,21 +110,23 @@ def summary_table(suite: Suite, runs: dict) -> list[str]:
 
 
 def paired_table(suite: Suite, runs: dict) -> list[str]:
-    """The first method against each other one, seed by seed."""
-    first = suite.methods[0]
+    """The first method against each other one, then the suite's further
+    ``pairs``, seed by seed."""
     head = " | ".join(f"@{c}" for c in suite.checkpoints)
     lines = [
-        f"| problem | {first} against | {head} |",
-        "|---|---|" + "---|" * len(suite.checkpoints),
+        f"| problem | method | against | {head} |",
+        "|---|---|---|" + "---|" * len(suite.checkpoints),
     ]
-    for problem in suite.problems:
-        if (problem, first) not in runs:
-            continue
-        ours = {r["seed"]: log10_regret_curve(r) for r in runs[(problem, first)]}
-        for method in suite.methods[1:]:
-            if (problem, method) not in runs:
+    first = suite.methods[0]
+    pairs = [(first, m) for m in suite.methods[1:]] + list(suite.pairs)
+    for method, peer_name in pairs:
+        for problem in suite.problems:
+            if (problem, method) not in runs or (problem, peer_name) not in runs:
                 continue
-            peer = {r["seed"]: log10_regret_curve(r) for r in runs[(problem, method)]}
+            ours = {r["seed"]: log10_regret_curve(r) for r in runs[(problem, method)]}
+            peer = {
+                r["seed"]: log10_regret_curve(r) for r in runs[(problem, peer_name)]
+            }
             cells = []
             for c in suite.checkpoints:
                 lower, equal, higher = paired_counts(peer, ours, c)
@@ -136,7 +138,9 @@ def paired_table(suite: Suite, runs: dict) -> list[str]:
                     cells.append(
                         f"{lower} / {equal} / {higher} (p = {p:.2g}; W {w:.2g})"
                     )
-            lines.append(f"| {problem} | {method} | " + " | ".join(cells) + " |")
+            lines.append(
+                f"| {problem} | {method} | {peer_name} | " + " | ".join(cells) + " |"
+            )
     return lines
 
 
@@ -296,8 +300,8 @@ def report(
             "",
             *summary_table(suite, runs),
             "",
-            f"Paired, seed by seed: {suite.methods[0]} lower / equal / higher "
-            "(sign test p; W: Wilcoxon signed-rank p).",
+            "Paired, seed by seed: the method lower / equal / higher than the "
+            "one it is against (sign test p; W: Wilcoxon signed-rank p).",
             "",
             *paired_table(suite, runs),
             "",

@@ -25,6 +25,8 @@ class Suite:
         budget: Evaluations per run.
         checkpoints: The evaluation counts the table reports.
         runner: The module that runs it (``python -m RUNNER``).
+        pairs: Further ``(method, peer)`` comparisons the table pairs seed by
+            seed, beside the first method against each other one.
     """
 
     title: str
@@ -35,6 +37,7 @@ class Suite:
     budget: int
     checkpoints: tuple[int, ...]
     runner: str = "benchmarks.run"
+    pairs: tuple[tuple[str, str], ...] = ()
 
 
 TEN = tuple(range(10))
@@ -68,6 +71,12 @@ SUITES: dict[str, Suite] = {
         TEN,
         60,
         (20, 40, 60),
+        pairs=(
+            ("treebo_ucb_paper", "jenatton_tree"),
+            ("treebo_ucb_paper", "independent"),
+            ("jenatton_tree_nonlinear", "jenatton_tree"),
+            ("jenatton_tree", "independent"),
+        ),
     ),
     "validation": Suite(
         "Validation suite: other tree shapes",
