@@ -193,3 +193,5 @@ def test_bad_inputs_are_named():
         JenattonTreeGP(X[:, :5], torch.zeros(4, 1, dtype=X.dtype), space)
     with pytest.raises(TypeError, match="nonlinear"):
         JenattonTreeGP(X, torch.zeros(4, 1, dtype=X.dtype), space, nonlinear=1)
+    with pytest.raises(ValueError, match="noise_floor"):
+        IndependentLeafGP(X, torch.zeros(4, 1, dtype=X.dtype), space, noise_floor=0)

@@ -119,9 +119,13 @@ class LeafGP(Model):
             raise ValueError(
                 f"leaf_columns must be 'own' or 'active', got {leaf_columns!r}."
             )
+        if features is not None and features.layout.tree is not tree:
+            raise ValueError("features: built for another tree than the model's.")
+        if isinstance(noise_floor, bool) or not (
+            isinstance(noise_floor, (int, float)) and noise_floor > 0
+        ):
+            raise ValueError(f"noise_floor must be positive, got {noise_floor!r}.")
         layout = features.layout if features is not None else LeafLayout(tree)
-        if layout.tree is not tree and layout.tree.dim != d:
-            raise ValueError("features: built for another tree.")
         self.layout = layout
         self.features = features
         self.noise_floor = float(noise_floor)
