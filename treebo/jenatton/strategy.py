@@ -19,14 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import torch
-from botorch.acquisition import (
-    AcquisitionFunction,
-    LogExpectedImprovement,
-    qLogExpectedImprovement,
-)
+from botorch.acquisition import AcquisitionFunction
 from botorch.exceptions import ModelFittingError
-from botorch.sampling import SobolQMCNormalSampler
 
 from treebo.jenatton.fit import FIT_MAXITER, fit_leaf_gp
 from treebo.jenatton.leaf_gp import LeafGP
@@ -34,6 +28,7 @@ from treebo.jenatton.model import IndependentLeafGP, JenattonTreeGP
 from treebo.optim.tree_optimize import optimize_acqf_tree
 from treebo.space import ConfigurationError, TreeSpace
 from treebo.strategies.base import Observations, Proposal, Strategy, register_strategy
+from treebo.strategies.expected_improvement import log_ei
 from treebo.strategies.validation import check_count, check_positive
 
 
@@ -137,15 +132,7 @@ class _LeafStrategy(Strategy):
         Carlo qLogEI over them."""
         obs = observations
         model = self.fit(obs)
-        best_f = obs.y.max()
-        if not obs.X_pending.shape[0]:
-            return LogExpectedImprovement(model, best_f=best_f)
-        return qLogExpectedImprovement(
-            model,
-            best_f=best_f,
-            sampler=SobolQMCNormalSampler(torch.Size([128]), seed=obs.seed),
-            X_pending=obs.X_pending.to(obs.X),
-        )
+        return log_ei(model, obs.y.max(), obs.X_pending.to(obs.X), obs.seed)
 
     def propose(self, observations: Observations) -> Proposal:
         t0 = time.perf_counter()

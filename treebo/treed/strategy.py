@@ -19,14 +19,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-from botorch.acquisition import (
-    AcquisitionFunction,
-    LogExpectedImprovement,
-    qLogExpectedImprovement,
-)
+from botorch.acquisition import AcquisitionFunction
 from botorch.exceptions import ModelFittingError
-from botorch.sampling import SobolQMCNormalSampler
 
 from treebo.optim.sobol import optimize_acqf_sobol
 from treebo.space import TreeSpace
@@ -37,6 +31,7 @@ from treebo.strategies.base import (
     register_strategy,
     require_real_parameters,
 )
+from treebo.strategies.expected_improvement import log_ei
 from treebo.strategies.validation import check_count, check_positive
 from treebo.treed.fit import fit_treed_gp
 from treebo.treed.model import TreedGP
@@ -161,15 +156,7 @@ class TreedStrategy(Strategy):
         configurations, Monte Carlo qLogEI over them."""
         obs = observations
         model = self.fit(obs)
-        best_f = obs.y.max()
-        if not obs.X_pending.shape[0]:
-            return LogExpectedImprovement(model, best_f=best_f)
-        return qLogExpectedImprovement(
-            model,
-            best_f=best_f,
-            sampler=SobolQMCNormalSampler(torch.Size([128]), seed=obs.seed),
-            X_pending=obs.X_pending.to(obs.X),
-        )
+        return log_ei(model, obs.y.max(), obs.X_pending.to(obs.X), obs.seed)
 
     def propose(self, observations: Observations) -> Proposal:
         t0 = time.perf_counter()
