@@ -29,6 +29,7 @@ LAYERS = {
     "treebo.tree_additive": 2,
     "treebo.treed": 2,
     "treebo.jenatton": 2,
+    "treebo.bktf": 2,
     "treebo.loop": 3,
     "treebo.integrations": 3,
     "treebo.test_functions": 3,
@@ -42,6 +43,7 @@ FAMILIES = (
     "treebo.tree_additive",
     "treebo.treed",
     "treebo.jenatton",
+    "treebo.bktf",
 )
 MODULES = sorted(m.name for m in pkgutil.walk_packages(treebo.__path__, "treebo.")) + [
     "treebo"

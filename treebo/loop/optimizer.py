@@ -34,6 +34,7 @@ from torch import Tensor
 
 # The families register their strategies with the loop when they load.
 import treebo.add_tree  # noqa: F401
+import treebo.bktf  # noqa: F401
 import treebo.jenatton  # noqa: F401
 import treebo.tree_additive  # noqa: F401
 import treebo.treed  # noqa: F401
@@ -71,8 +72,8 @@ class TreeOptimizer:
             [`AddTreeGP`][treebo.add_tree.model.AddTreeGP]; ``"add_tree_ucb"``:
             Add-Tree-GP-UCB; ``"tree_additive"``; ``"treed"``; ``"jenatton_tree"``,
             ``"jenatton_tree_nonlinear"``, ``"independent"``: the baselines of
-            ``treebo.jenatton``), a strategy's options object, which names it (e.g.
-            ``AddTreeOptions(noise_floor=1e-4)``), or a
+            ``treebo.jenatton``; ``"bktf"``: BKTF on a grid), a strategy's options
+            object, which names it (e.g. ``AddTreeOptions(noise_floor=1e-4)``), or a
             [`Strategy`][treebo.strategies.base.Strategy] (which also sets the device
             and dtype of the models: ``AddTreeStrategy(device="cuda")``).
         maximize: Maximize instead of minimize the objective.
@@ -144,7 +145,12 @@ class TreeOptimizer:
         self.checkpoint = Path(checkpoint) if checkpoint is not None else None
         self.history = History(space)
         self._pending: list[dict[str, Any]] = []
-        self._initial_design = initial_design(space, n_initial, seed)
+        design = initial_design(space, n_initial, seed)
+        encoded = space.to_tensor(design)
+        snapped = self.strategy.snap(space, encoded)
+        if not torch.equal(snapped, encoded):  # e.g. onto a grid model's grid
+            design = space.to_dicts(space.canonicalize(snapped))
+        self._initial_design = design
         self._identity = run_identity(
             space,
             self.strategy.name,

@@ -89,9 +89,10 @@ def minimize(
         seed: Seed for reproducibility.
         model: The strategy: a name (``"add_tree"``, ``"add_tree_ucb"``,
             ``"tree_additive"``, ``"treed"``, ``"jenatton_tree"``,
-            ``"jenatton_tree_nonlinear"``, ``"independent"``), a strategy's options
-            object (e.g. [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]), or
-            a [`Strategy`][treebo.strategies.base.Strategy] (see
+            ``"jenatton_tree_nonlinear"``, ``"independent"``, ``"bktf"``), a
+            strategy's options object (e.g.
+            [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]), or a
+            [`Strategy`][treebo.strategies.base.Strategy] (see
             [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]).
         maximize: Maximize instead.
         n_initial: Size of the initial design (see

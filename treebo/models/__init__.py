@@ -1,6 +1,7 @@
 """BoTorch models for tree-structured spaces (re-exported from their families)."""
 
 from treebo.add_tree.model import AddTreeGP, VertexPosterior
+from treebo.bktf.model import BKTF
 from treebo.gp.fit import (
     FIT_CRITERIA,
     NoiseFloorLikelihood,
@@ -22,6 +23,7 @@ from treebo.treed.pruning import loo_prune
 __all__ = [
     "FIT_CRITERIA",
     "AddTreeGP",
+    "BKTF",
     "ComponentPosterior",
     "GridPosterior",
     "IndependentLeafGP",

@@ -3,8 +3,8 @@
 See [`Strategy`][treebo.strategies.base.Strategy] for the interface and
 [`register_strategy()`][treebo.strategies.base.register_strategy] to add one. The
 built-in strategies live in their families' folders (``treebo.add_tree``,
-``treebo.tree_additive``, ``treebo.treed``, ``treebo.jenatton``) and are re-exported
-here, loaded on first use.
+``treebo.tree_additive``, ``treebo.treed``, ``treebo.jenatton``, ``treebo.bktf``) and
+are re-exported here, loaded on first use.
 """
 
 from treebo._exports import lazy_exports
@@ -25,6 +25,8 @@ __getattr__, __dir__ = lazy_exports(
         "LocalStepOptions": "treebo.add_tree.options",
         "AddTreeStrategy": "treebo.add_tree.strategy",
         "AddTreeUCBStrategy": "treebo.add_tree.strategy",
+        "BKTFOptions": "treebo.bktf.strategy",
+        "BKTFStrategy": "treebo.bktf.strategy",
         "IndependentLeafOptions": "treebo.jenatton.strategy",
         "IndependentLeafStrategy": "treebo.jenatton.strategy",
         "JenattonTreeOptions": "treebo.jenatton.strategy",
@@ -44,6 +46,8 @@ __all__ = [
     "AddTreeStrategy",
     "AddTreeUCBOptions",
     "AddTreeUCBStrategy",
+    "BKTFOptions",
+    "BKTFStrategy",
     "IndependentLeafOptions",
     "IndependentLeafStrategy",
     "JenattonTreeNonlinearOptions",

@@ -149,6 +149,15 @@ class Strategy(ABC):
         """
         del space  # every space by default
 
+    def snap(self, space: TreeSpace, X: Tensor) -> Tensor:
+        """``X`` (``n x d`` encodings) moved onto the configurations this strategy
+        proposes from; the loop applies it to its initial design. The default
+        leaves ``X`` as it is; a grid model moves each row to its nearest grid
+        point.
+        """
+        del space
+        return X
+
     @abstractmethod
     def propose(self, observations: Observations) -> Proposal:
         """The next configuration, from at least one successful observation.
