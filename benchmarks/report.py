@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .grid_report import grid_section
 from .harness import load_records
 from .stats import (
     checkpoint_values,
@@ -246,6 +247,12 @@ TIMINGS = (
         None,
     ),
     (
+        "bktf_iteration",
+        "BKTF: seconds of one iteration on a 4-D grid",
+        "python -m benchmarks.perf.bktf_iteration --threads 2",
+        "bktf_iteration",
+    ),
+    (
         "fault_injection",
         "Killed runs resumed from their checkpoint",
         "python -m benchmarks.fault_injection",
@@ -313,6 +320,7 @@ def report(
     parts += hpob_section(records_dir / "hpob.jsonl")
     parts += outlier_section(records_dir / "outlier.jsonl")
     parts += regression_section(records_dir / "p3_regression.jsonl")
+    parts += grid_section(records_dir / "grid.jsonl", plots_dir)
     if perf_dir is not None:
         parts += timings(perf_dir)
     return "\n".join(parts)

@@ -82,3 +82,22 @@ def pool_scaling(records: list[dict]) -> str:
             f"| {r['machine']}, {r['date']} |"
         )
     return "\n".join(lines)
+
+
+def bktf_iteration(records: list[dict]) -> str:
+    """Seconds of one BKTF iteration: MCMC plus the acquisition over the grid."""
+    lines = [
+        "| grid | points | n | rank | samples | acquisition | MCMC s | grid "
+        "acquisition s | total s | machine, date |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(
+        records, key=lambda r: (r["grid_points"], r["n"], r["acquisition"])
+    ):
+        lines.append(
+            f"| {r['grid']} | {r['grid_points']:,} | {r['n']} | {r['rank']} "
+            f"| {r['samples']} | {r['acquisition']} | {r['mcmc_seconds']:.1f} "
+            f"| {r['acquisition_seconds']:.1f} | {r['total_seconds']:.1f} "
+            f"| {r['machine']}, {r['date']} |"
+        )
+    return "\n".join(lines)
