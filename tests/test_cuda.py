@@ -120,3 +120,49 @@ def test_tree_additive_family_on_cuda_equals_cpu():
     assert torch.equal(gpu[1], cpu[1])
     torch.testing.assert_close(gpu[2], cpu[2])
     torch.testing.assert_close(gpu[3], cpu[3])
+
+
+@cuda
+def test_bktf_on_cuda_equals_cpu_and_runs_in_the_loop():
+    from treebo import TreeOptimizer
+    from treebo.bktf import BKTFOptions, BKTFStrategy, SampleUCB, maximize_over_grid
+    from treebo.bktf.conditionals import BKTFData, BKTFPrior, sample_mode_factors
+    from treebo.bktf.grid import Grid
+    from treebo.bktf.sampler import initial_state
+    from treebo.space import Real, TreeSpace, Vertex
+
+    gen = torch.Generator().manual_seed(0)
+    grid = Grid([torch.linspace(0, 1, s, dtype=torch.float64) for s in (6, 5, 4)])
+    index = torch.stack(
+        [torch.randint(0, s, (10,), generator=gen) for s in grid.sizes], -1
+    )
+    y = torch.randn(10, generator=gen, dtype=torch.float64)
+    torch.manual_seed(0)
+    cpu = BKTFData(grid, index, y)
+    state = initial_state(cpu, rank=2, chains=3, prior=BKTFPrior())
+    gpu = BKTFData(grid, index.cuda(), y.cuda())
+    state_gpu = type(state)(
+        [f.cuda() for f in state.factors],
+        state.log_lengthscale.cuda(),
+        state.weights.cuda(),
+        state.precision.cuda(),
+    )
+    z = torch.randn(3, 2, 5, dtype=torch.float64)
+    eps = torch.randn(3, 10, dtype=torch.float64)
+    expected = sample_mode_factors(state, cpu, 1, z, eps)
+    got = sample_mode_factors(state_gpu, gpu, 1, z.cuda(), eps.cuda())
+    assert got.device.type == "cuda"
+    torch.testing.assert_close(got.cpu(), expected)
+
+    space = TreeSpace(Vertex([Real("a", 0, 1), Real("b", 0, 1)]))
+    options = BKTFOptions(resolution=8, num_sweeps=20, burn_in=10)
+    opt = TreeOptimizer(
+        space, seed=0, n_initial=3, model=BKTFStrategy(options, device="cuda")
+    )
+    for _ in range(5):
+        params = opt.ask()
+        opt.tell(params, (params["a"] - 0.3) ** 2 + params["b"])
+    model = opt.strategy.last_model
+    assert model.fitted_samples.weights.device.type == "cuda"
+    flat, _ = maximize_over_grid(model.fitted_samples, model.grid, SampleUCB(), 0.0)
+    assert 0 <= flat < model.grid.numel

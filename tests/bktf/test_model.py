@@ -31,6 +31,10 @@ def test_posterior_is_the_sample_ensemble_in_batch_shapes():
     torch.testing.assert_close(post.mean.squeeze(-1), values.mean(0))
     torch.testing.assert_close(post.variance.squeeze(-1), values.var(0))
     assert model.posterior(Q[0]).mean.shape == (3, 1)
+    levels = torch.tensor([0.1, 0.5, 0.9], dtype=torch.float64)
+    torch.testing.assert_close(
+        post.quantile(levels).squeeze(-1), values.quantile(levels, dim=0)
+    )
 
 
 def test_outcome_scale_is_equivariant():

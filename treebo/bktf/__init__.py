@@ -18,7 +18,7 @@ from treebo.bktf.acquisition import (
 )
 from treebo.bktf.conditionals import BKTFData, BKTFPrior, BKTFState
 from treebo.bktf.grid import Grid
-from treebo.bktf.model import BKTF
+from treebo.bktf.model import BKTF, BKTFPosterior
 from treebo.bktf.sampler import BKTFSamples, run_gibbs
 from treebo.bktf.strategy import BKTFOptions, BKTFStrategy, GridPointAcquisition
 
@@ -26,6 +26,7 @@ __all__ = [
     "BKTF",
     "BKTFData",
     "BKTFOptions",
+    "BKTFPosterior",
     "BKTFPrior",
     "BKTFSamples",
     "BKTFState",

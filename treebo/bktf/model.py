@@ -25,6 +25,22 @@ from treebo.bktf.grid import Grid
 from treebo.bktf.sampler import BKTFSamples, run_gibbs
 
 
+class BKTFPosterior(EnsemblePosterior):
+    """The ensemble of BKTF's posterior samples, with their empirical
+    quantiles.
+
+    Example:
+        >>> post = BKTFPosterior(torch.arange(5.0).reshape(5, 1, 1))
+        >>> post.quantile(torch.tensor([0.5, 1.0])).flatten()
+        tensor([2., 4.])
+    """
+
+    def quantile(self, value: Tensor) -> Tensor:
+        """Sample quantiles at levels ``value`` (``k``), linearly interpolated:
+        ``k x (batch) x q x 1``."""
+        return torch.quantile(self.values, value.to(self.values), dim=-3)
+
+
 class BKTF(Model):
     r"""Bayesian kernelized tensor factorization on a grid.
 
@@ -143,9 +159,10 @@ class BKTF(Model):
         observation_noise: bool | Tensor = False,
         posterior_transform: PosteriorTransform | None = None,
         **kwargs: Any,
-    ) -> EnsemblePosterior:
+    ) -> BKTFPosterior:
         """The ensemble of the kept samples at grid points ``X``
-        (``(batch) x q x D``): values ``(batch) x K x q x 1``.
+        (``(batch) x q x D``): values ``(batch) x K x q x 1``, with their mean,
+        variance and quantiles.
 
         With ``observation_noise=True`` each sample adds its own Gaussian noise
         (variance $1 / \\tau$), drawn from the global torch generator.
@@ -165,7 +182,7 @@ class BKTF(Model):
             values = values + sd * torch.randn_like(values)
         elif observation_noise is not False:
             raise ValueError("BKTF takes observation_noise as a bool.")
-        posterior = EnsemblePosterior(values.movedim(0, -2).unsqueeze(-1))
+        posterior = BKTFPosterior(values.movedim(0, -2).unsqueeze(-1))
         if posterior_transform is not None:
             return posterior_transform(posterior)
         return posterior
