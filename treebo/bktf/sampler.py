@@ -183,9 +183,10 @@ def run_gibbs(
     """Run ``chains`` chains for ``num_sweeps`` sweeps and keep every ``thin``-th
     sweep after ``burn_in``.
 
-    The draws come from a torch generator seeded with ``seed`` on the data's
-    device and leave the global generator's state untouched: the same seed gives
-    the same samples.
+    The draws come from torch's global generators (CPU, and the data's CUDA
+    device), seeded with ``seed`` inside ``torch.random.fork_rng``, which puts
+    their states back afterwards: the same seed gives the same samples and the
+    caller's random stream is left as it was.
 
     Raises:
         ValueError: If ``burn_in >= num_sweeps`` or a count is not positive.
