@@ -13,6 +13,8 @@ that grid. Every method starts from the same ``n_initial`` grid points for a see
                           categorical mode, ``MixedSingleTaskGP``) and EI or
                           UCB (mean + 2 sd) over the whole grid: the best
                           unvisited grid point
+``bktf_ei``,               BKTF with EI from its samples, or with rank 4
+``bktf_rank4``            (ablations)
 ``treebo``                treebo's default loop on the continuous space
 ``random``                unvisited grid points at random
 ========================  ===================================================
@@ -34,7 +36,7 @@ import argparse
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +44,7 @@ import torch
 from botorch.test_functions.synthetic import Branin, Griewank, Hartmann
 
 from treebo import Categorical, Real, TreeOptimizer, TreeSpace, Vertex
-from treebo.bktf import BKTFOptions, Grid
+from treebo.bktf import BKTFOptions, Grid, SampleEI
 from treebo.loop import initial_design
 
 from .grid_peers import gp_grid_proposal
@@ -209,6 +211,13 @@ PROBLEMS = (
 )
 METHODS = ("bktf", "gp_ei", "gp_ucb", "treebo", "random")
 
+#: BKTF's settings by method name: the default, and variants for ablations.
+BKTF_VARIANTS = {
+    "bktf": BKTFOptions(),
+    "bktf_ei": BKTFOptions(acquisition=SampleEI()),
+    "bktf_rank4": BKTFOptions(rank=4),
+}
+
 
 def shared_design(problem: GridProblem, seed: int) -> list[dict]:
     """treebo's initial design for ``seed`` moved onto the grid; points that
@@ -230,12 +239,11 @@ def run_one(name: str, method: str, seed: int) -> dict:
     problem = make_problem(name)
     design = shared_design(problem, seed)
     t0 = time.time()
-    if method in ("bktf", "treebo"):
-        model = (
-            BKTFOptions(resolution=problem.resolution)
-            if method == "bktf"
-            else "add_tree"
-        )
+    if method in ("treebo", *BKTF_VARIANTS):
+        if method == "treebo":
+            model = "add_tree"
+        else:
+            model = replace(BKTF_VARIANTS[method], resolution=problem.resolution)
         opt = TreeOptimizer(
             problem.space, model=model, seed=seed, n_initial=problem.n_initial
         )

@@ -73,3 +73,13 @@ def test_fast_gp_scores_equal_botorch_posterior():
         expected = LogExpectedImprovement(model, best_f=y.max())(Z.unsqueeze(-2))
         got = grid_peers.log_ei(mean, sd, float(y.max()))
         torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-6)
+
+
+def test_report_keeps_runs_every_method_completed():
+    records = [
+        {"problem": "p", "seed": 0, "method": "a"},
+        {"problem": "p", "seed": 0, "method": "b"},
+        {"problem": "p", "seed": 1, "method": "a"},
+    ]
+    assert grid_report.complete(records, ["a", "b"]) == records[:2]
+    assert grid_report.complete(records, ["a"]) == records
