@@ -128,8 +128,11 @@ class BKTFData:
         self.unit = [grid.unit_values(d).to(y) for d in range(grid.dim)]
         #: Per mode, ``n``: each observation's value in [0, 1].
         self.observed = [self.unit[d][index[:, d]] for d in range(grid.dim)]
-        self._grid_distance = [(u.unsqueeze(-1) - u).abs() for u in self.unit]
-        self._observed_distance = [(u.unsqueeze(-1) - u).abs() for u in self.observed]
+        # Per mode: (distances, where they are 0), over the values and over
+        # the observations.
+        self._grid_distance = [_distances(u) for u in self.unit]
+        self._observed_distance = [_distances(u) for u in self.observed]
+        self.eye = torch.eye(self.n, dtype=y.dtype, device=y.device)
 
     @property
     def n(self) -> int:
@@ -145,19 +148,27 @@ class BKTFData:
         ``C x R x n x n``."""
         return self._kernel(d, self._observed_distance[d], log_lengthscale)
 
-    def _kernel(self, d: int, dist: Tensor, log_lengthscale: Tensor) -> Tensor:
+    def _kernel(
+        self, d: int, distances: tuple[Tensor, Tensor], log_lengthscale: Tensor
+    ) -> Tensor:
         r"""Matern-3/2, $k(r) = (1 + \sqrt 3 r / l) e^{-\sqrt 3 r / l}$ of the unit
         distances ``dist``, or the identity for a categorical mode;
         ``KERNEL_JITTER`` is added where the two values are equal, so that every
         covariance the sampler builds is a block of one positive definite
         matrix."""
-        same = (dist == 0).to(dist)
+        dist, same = distances
         if self.grid.categorical[d]:
             cov = same.expand(*log_lengthscale.shape, *dist.shape)
         else:
             scaled = math.sqrt(3.0) * dist / log_lengthscale.exp()[..., None, None]
             cov = (1.0 + scaled) * torch.exp(-scaled)
         return cov + KERNEL_JITTER * same
+
+
+def _distances(u: Tensor) -> tuple[Tensor, Tensor]:
+    """Pairwise distances of ``u`` (``m``) and where they are 0 (as 0/1)."""
+    dist = (u.unsqueeze(-1) - u).abs()
+    return dist, (dist == 0).to(dist)
 
 
 def rank_products(state: BKTFState, data: BKTFData, skip: int | None = None) -> Tensor:
@@ -193,7 +204,7 @@ def mode_marginal_covariance(
     K = data.observed_kernel(d, log_lengthscale)
     cov = (w.unsqueeze(-1) * w.unsqueeze(-2) * K).sum(-3)
     noise = state.precision.reciprocal()[..., None, None]
-    return cov + noise * torch.eye(data.n, dtype=cov.dtype, device=cov.device)
+    return cov + noise * data.eye
 
 
 def mode_log_marginal(
@@ -214,19 +225,25 @@ def mode_log_marginal(
 
 
 def sample_mode_factors(
-    state: BKTFState, data: BKTFData, d: int, z: Tensor, eps: Tensor
+    state: BKTFState,
+    data: BKTFData,
+    d: int,
+    z: Tensor,
+    eps: Tensor,
+    weights: Tensor | None = None,
 ) -> Tensor:
     r"""A draw of mode ``d``'s factors $g_d^{1:R}$ (``C x R x S``) from their joint
     Gaussian conditional, by Matheron's rule (module docstring).
 
     The draw is affine in the standard normal inputs: ``z`` (``C x R x S``, the
     prior draw) and ``eps`` (``C x n``, the noise draw); zeros give the
-    conditional mean.
+    conditional mean. ``weights`` are
+    [`mode_weights()`][treebo.bktf.conditionals.mode_weights] if known.
     """
     log_l = state.log_lengthscale[..., d]
     K = data.grid_kernel(d, log_l)  # C x R x S x S
     prior = (torch.linalg.cholesky(K) @ z.unsqueeze(-1)).squeeze(-1)
-    w = mode_weights(state, data, d)  # C x R x n
+    w = mode_weights(state, data, d) if weights is None else weights  # C x R x n
     idx = data.index[:, d]
     fitted = (w * prior[..., idx]).sum(-2)  # C x n
     noise_sd = state.precision.rsqrt().unsqueeze(-1)
@@ -235,7 +252,7 @@ def sample_mode_factors(
     # Sigma_d from the same kernel matrix: K(X_d, X_d) = K[idx][:, idx].
     cov = (w.unsqueeze(-1) * w.unsqueeze(-2) * cross[..., idx, :]).sum(-3)
     noise = state.precision.reciprocal()[..., None, None]
-    cov = cov + noise * torch.eye(data.n, dtype=cov.dtype, device=cov.device)
+    cov = cov + noise * data.eye
     alpha = torch.cholesky_solve(residual.unsqueeze(-1), torch.linalg.cholesky(cov))
     return prior + (cross @ (w.unsqueeze(-1) * alpha.unsqueeze(-3))).squeeze(-1)
 

@@ -147,8 +147,8 @@ def gibbs_sweep(
     (updates ``state`` in place and returns it)."""
     C, R = state.weights.shape
     for d in range(data.grid.dim):
+        w = mode_weights(state, data, d)
         if not data.grid.categorical[d]:
-            w = mode_weights(state, data, d)
 
             def log_density(log_l: Tensor, d: int = d, w: Tensor = w) -> Tensor:
                 return mode_log_marginal(
@@ -163,7 +163,7 @@ def gibbs_sweep(
             state.log_lengthscale[..., d] = new
         z = torch.randn_like(state.factors[d])
         eps = torch.randn(C, data.n, dtype=data.y.dtype, device=data.y.device)
-        state.factors[d] = sample_mode_factors(state, data, d, z, eps)
+        state.factors[d] = sample_mode_factors(state, data, d, z, eps, w)
     state.weights = sample_weights(state, data, torch.randn_like(state.weights))
     state.precision = sample_precision(state, data, prior)
     return state
