@@ -118,7 +118,7 @@ class BKTFStrategy(Strategy):
 
     def __init__(self, options: Any | None = None, **kwargs: Any) -> None:
         super().__init__(options, **kwargs)
-        self._grids: dict[int, Grid] = {}
+        self._grid: tuple[TreeSpace, Grid] | None = None
         self.last_model: BKTF | None = None
         self.timings: dict[str, float] = {}
 
@@ -131,12 +131,12 @@ class BKTFStrategy(Strategy):
             )
 
     def grid(self, space: TreeSpace) -> Grid:
-        """The grid of ``space`` at the options' resolution (built once)."""
-        key = id(space)
-        if key not in self._grids:
+        """The grid of ``space`` at the options' resolution (built once per
+        space)."""
+        if self._grid is None or self._grid[0] is not space:
             resolution = self.options.resolution or auto_resolution(space)
-            self._grids[key] = Grid.from_space(space, resolution)
-        return self._grids[key]
+            self._grid = (space, Grid.from_space(space, resolution))
+        return self._grid[1]
 
     def snap(self, space: TreeSpace, X: Tensor) -> Tensor:
         """``X`` (``n x d`` encodings) moved to the nearest grid points."""
