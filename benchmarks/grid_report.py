@@ -109,8 +109,8 @@ def paired_lines(records: list[dict], methods: list[str]) -> list[str]:
         if m == "bktf":
             continue
         other = {i: np.array([by[(p, s, m)]]) for i, (p, s) in enumerate(runs)}
-        lower = sum(base[i][0] < other[i][0] for i in base)
-        higher = sum(base[i][0] > other[i][0] for i in base)
+        lower = int(sum(base[i][0] < other[i][0] for i in base))
+        higher = int(sum(base[i][0] > other[i][0] for i in base))
         equal = len(base) - lower - higher
         p = sign_test(lower, higher)
         w = paired_wilcoxon(other, base, 1)
