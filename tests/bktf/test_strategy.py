@@ -59,6 +59,14 @@ def test_a_resumed_run_continues_exactly(tmp_path):
     assert [t.params for t in resumed.history] == [t.params for t in full.history]
 
 
+def test_the_initial_design_repeats_no_grid_point():
+    coarse = TreeSpace(Vertex([Real("a", 0, 1), Real("b", 0, 1)]))
+    opt = TreeOptimizer(coarse, model=BKTFOptions(resolution=2), seed=0, n_initial=4)
+    X = coarse.to_tensor(opt._initial_design)
+    assert len({tuple(row.tolist()) for row in X}) == 4
+    assert set(X.flatten().tolist()) <= {0.0, 1.0}
+
+
 def test_pending_points_are_not_proposed_again():
     s = space()
     opt = TreeOptimizer(s, model=FAST, seed=0, n_initial=3)

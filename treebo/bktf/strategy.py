@@ -139,8 +139,22 @@ class BKTFStrategy(Strategy):
         return self._grid[1]
 
     def snap(self, space: TreeSpace, X: Tensor) -> Tensor:
-        """``X`` (``n x d`` encodings) moved to the nearest grid points."""
-        return self.grid(space).snap(X)
+        """``X`` (``n x d`` encodings) moved to the nearest grid points; a row
+        that lands on a point taken by an earlier row moves on to a free grid
+        point (a fixed hash of its index, probed in turn), so that the initial
+        design repeats nothing while the grid has room."""
+        grid = self.grid(space)
+        flat = grid.flat(grid.indices(grid.snap(X))).tolist()
+        taken: set[int] = set()
+        for i, f in enumerate(flat):
+            probe = 0
+            while f in taken and probe < grid.numel:
+                probe += 1
+                f = (flat[i] * 2654435761 + probe) % grid.numel
+            taken.add(f)
+            flat[i] = f
+        index = grid.unflatten(torch.tensor(flat, device=X.device))
+        return grid.points(index).to(X)
 
     def options_dict(self) -> dict[str, Any]:
         out = asdict(self.options)
