@@ -190,6 +190,16 @@ def mode_weights(state: BKTFState, data: BKTFData, d: int) -> Tensor:
     return state.weights.unsqueeze(-1) * rank_products(state, data, skip=d)
 
 
+def _weighted_covariance(
+    state: BKTFState, data: BKTFData, w: Tensor, K: Tensor
+) -> Tensor:
+    r"""$\sum_r (w_r w_r^\top) \circ K_r + \tau^{-1} I$ (``C x n x n``) from the
+    weights ``w`` (``C x R x n``) and the kernel ``K`` (``C x R x n x n``)."""
+    cov = (w.unsqueeze(-1) * w.unsqueeze(-2) * K).sum(-3)
+    noise = state.precision.reciprocal()[..., None, None]
+    return cov + noise * data.eye
+
+
 def mode_marginal_covariance(
     state: BKTFState,
     data: BKTFData,
@@ -201,10 +211,9 @@ def mode_marginal_covariance(
     at length-scales ``log_lengthscale`` (``C x R``) for that mode; ``weights``
     are [`mode_weights()`][treebo.bktf.conditionals.mode_weights] if known."""
     w = mode_weights(state, data, d) if weights is None else weights
-    K = data.observed_kernel(d, log_lengthscale)
-    cov = (w.unsqueeze(-1) * w.unsqueeze(-2) * K).sum(-3)
-    noise = state.precision.reciprocal()[..., None, None]
-    return cov + noise * data.eye
+    return _weighted_covariance(
+        state, data, w, data.observed_kernel(d, log_lengthscale)
+    )
 
 
 def mode_log_marginal(
@@ -250,9 +259,7 @@ def sample_mode_factors(
     residual = data.y - fitted - noise_sd * eps
     cross = K[..., idx]  # C x R x S x n: K(S_d, X_d)
     # Sigma_d from the same kernel matrix: K(X_d, X_d) = K[idx][:, idx].
-    cov = (w.unsqueeze(-1) * w.unsqueeze(-2) * cross[..., idx, :]).sum(-3)
-    noise = state.precision.reciprocal()[..., None, None]
-    cov = cov + noise * data.eye
+    cov = _weighted_covariance(state, data, w, cross[..., idx, :])
     alpha = torch.cholesky_solve(residual.unsqueeze(-1), torch.linalg.cholesky(cov))
     return prior + (cross @ (w.unsqueeze(-1) * alpha.unsqueeze(-3))).squeeze(-1)
 
