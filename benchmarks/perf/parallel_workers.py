@@ -6,7 +6,11 @@ configuration, so that evaluations finish out of order, as real ones do). The
 evaluations run in a thread pool (``--executor threads``) or on a local Dask
 cluster of ``k`` single-threaded worker processes (``--executor dask``): while
 ``k`` evaluations are running, the loop fits its model and proposes in the
-main thread, treating the running ones as pending.
+main thread, treating the running ones as pending. ``--executor simulated``
+replays the same loop on a virtual clock: an evaluation takes its drawn
+duration without sleeping, a proposal takes the real time it took, so a
+simulated run takes its proposals' time only (``k`` workers without ``k``
+cores; how many evaluations ``k`` workers need is then cheap to measure).
 
 For every worker count the first table gives the median wall-clock time of a
 run, its ratio to one worker's (measured in the same invocation), and the
@@ -30,6 +34,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import heapq
+import itertools
 import json
 import math
 import random
@@ -40,35 +46,112 @@ from pathlib import Path
 import torch
 
 from benchmarks.harness import run_missing
+from benchmarks.methods.parallel_local import PARALLEL_VARIANTS
 from benchmarks.problems import PROBLEMS
 from benchmarks.stats import parse_seeds, sign_test
-from treebo import minimize
+from treebo import TreeOptimizer, minimize
+
+EXECUTORS = {"threads": "workers", "dask": "dask", "simulated": "sim"}
+
+
+def duration_factor(params: dict) -> float:
+    """The factor in [0.5, 1.5] of a configuration's evaluation time."""
+    return random.Random(repr(sorted(params.items()))).uniform(0.5, 1.5)
 
 
 def slow_objective(problem, eval_seconds: float):
     """``problem.objective`` that sleeps ``eval_seconds`` x [0.5, 1.5] first."""
 
     def objective(params: dict) -> float:
-        factor = random.Random(repr(sorted(params.items()))).uniform(0.5, 1.5)
-        time.sleep(eval_seconds * factor)
+        time.sleep(eval_seconds * duration_factor(params))
         return problem.objective(params)
 
     return objective
 
 
 def workers_of(method: str) -> int:
-    """The worker count of a method name (``"workers3"``, ``"dask8"``)."""
-    return int(method.removeprefix("workers").removeprefix("dask"))
+    """The worker count of a method name (``"workers3"``, ``"dask8"``, ``"sim8"``,
+    ``"sim8+local_blind"``)."""
+    method = method.partition("+")[0]
+    for prefix in EXECUTORS.values():
+        method = method.removeprefix(prefix)
+    return int(method)
+
+
+def strategy_of(method: str):
+    """The strategy of a method name: the package's default, or the variant of
+    [`PARALLEL_VARIANTS`][benchmarks.methods.parallel_local.PARALLEL_VARIANTS]
+    after a ``+``."""
+    factory = PARALLEL_VARIANTS[method.partition("+")[2] or "default"]
+    return "add_tree" if factory is None else factory()
+
+
+def executor_of(method: str) -> str:
+    """The ``--executor`` of a method name."""
+    return next(e for e, p in EXECUTORS.items() if method.startswith(p))
+
+
+def simulated_run(
+    problem,
+    workers: int,
+    seed: int,
+    budget: int,
+    eval_seconds: float,
+    model="add_tree",
+) -> tuple[TreeOptimizer, list[float], list[float]]:
+    """``minimize``'s loop with ``workers`` evaluations in flight on a virtual
+    clock: evaluations take ``eval_seconds`` x [0.5, 1.5] of it, proposals the
+    real seconds they take. Returns the optimizer, the clock at each tell and
+    each proposal's seconds."""
+    opt = TreeOptimizer(problem.space, model=model, seed=seed)
+    clock, order = 0.0, itertools.count()
+    running: list[tuple[float, int, dict]] = []  # (finish time, order, params)
+    told: list[float] = []
+    proposal_seconds: list[float] = []
+    while len(opt.history) < budget:
+        while len(running) < workers and len(opt.history) + len(running) < budget:
+            t0 = time.perf_counter()
+            params = opt.ask()
+            proposal_seconds.append(time.perf_counter() - t0)
+            clock += proposal_seconds[-1]
+            finish = clock + eval_seconds * duration_factor(params)
+            heapq.heappush(running, (finish, next(order), params))
+        # Tell every evaluation that finished by then, as the loop does.
+        clock = max(clock, running[0][0])
+        while running and running[0][0] <= clock:
+            params = heapq.heappop(running)[2]
+            opt.tell(params, problem.objective(params))
+            told.append(clock)
+    return opt, told, proposal_seconds
 
 
 def run(
     problem_name: str, method: str, seed: int, budget: int, eval_seconds: float
 ) -> dict:
     """One ``minimize`` run: ``"workersK"`` on K threads, ``"daskK"`` on a local
-    Dask cluster of K worker processes."""
+    Dask cluster of K worker processes, ``"simK"`` on a virtual clock."""
     problem = PROBLEMS[problem_name]()
     workers = workers_of(method)
     told_seconds: list[float] = []
+    if executor_of(method) == "simulated":
+        opt, told_seconds, proposal_seconds = simulated_run(
+            problem, workers, seed, budget, eval_seconds, strategy_of(method)
+        )
+        history = opt.result().history
+        return {
+            "problem": problem_name,
+            "method": method,
+            "seed": seed,
+            "budget": budget,
+            "optimal_value": problem.optimal_value,
+            "values": [t.value for t in history],
+            "kinds": [t.kind for t in history],
+            "run_seconds": told_seconds[-1],
+            "wall_seconds": told_seconds[-1],
+            "told_seconds": told_seconds,
+            "proposal_seconds": proposal_seconds,
+            "eval_seconds": eval_seconds,
+        }
     with contextlib.ExitStack() as stack:
         executor = None
         if method.startswith("dask"):
@@ -89,6 +172,7 @@ def run(
             problem.space,
             budget,
             seed=seed,
+            model=strategy_of(method),
             n_workers=workers,
             executor=executor,
             callback=lambda trial: told_seconds.append(time.perf_counter() - t0),
@@ -211,8 +295,8 @@ def report_tables(records: list[dict]) -> str:
     ``records`` (the budget: that of the one-worker runs)."""
     groups: dict[tuple, list[dict]] = {}
     for r in records:
-        executor = "dask" if r["method"].startswith("dask") else "threads"
-        groups.setdefault((r["problem"], r["eval_seconds"], executor), []).append(r)
+        key = (r["problem"], r["eval_seconds"], executor_of(r["method"]))
+        groups.setdefault(key, []).append(r)
     parts = []
     for (problem, seconds, executor), group in sorted(groups.items()):
         budget = min(r["budget"] for r in group)
@@ -231,7 +315,7 @@ def report_tables(records: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problem", default="p1a", choices=sorted(PROBLEMS))
-    parser.add_argument("--executor", default="threads", choices=["threads", "dask"])
+    parser.add_argument("--executor", default="threads", choices=sorted(EXECUTORS))
     parser.add_argument("--workers", default="1,3")
     parser.add_argument("--seeds", default="0-4")
     parser.add_argument("--budget", type=int, default=25)
@@ -243,6 +327,13 @@ def main() -> None:
     )
     parser.add_argument("--eval-seconds", type=float, default=2.0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--model",
+        default="default",
+        choices=sorted(PARALLEL_VARIANTS),
+        help="the loop's strategy: the package's, or a variant of "
+        "benchmarks/methods/parallel_local.py (the worker counts above 1 only)",
+    )
     parser.add_argument(
         "--out", default="benchmarks/perf/records/parallel_workers.jsonl"
     )
@@ -256,7 +347,7 @@ def main() -> None:
     workers = [int(w) for w in args.workers.split(",")]
     if any(w < 1 for w in workers):
         parser.error(f"--workers must be positive integers, got {args.workers!r}.")
-    prefix = "workers" if args.executor == "threads" else "dask"
+    prefix = EXECUTORS[args.executor]
     out = Path(args.out)
     for budget, counts in (
         (args.budget, [w for w in workers if w == 1]),
@@ -265,7 +356,11 @@ def main() -> None:
         run_missing(
             out,
             [args.problem],
-            [f"{prefix}{w}" for w in counts],
+            [
+                f"{prefix}{w}"
+                + ("" if w == 1 or args.model == "default" else f"+{args.model}")
+                for w in counts
+            ],
             sorted(parse_seeds(args.seeds)),
             budget,
             lambda problem, method, seed, budget: run(
@@ -280,6 +375,10 @@ def main() -> None:
         and r["budget"]
         == (args.budget if workers_of(r["method"]) == 1 else parallel_budget)
         and r["eval_seconds"] == args.eval_seconds
+        and (
+            workers_of(r["method"]) == 1
+            or r["method"].partition("+")[2] == args.model.replace("default", "")
+        )
     ]
     print(table(records, args.budget))
     print()

@@ -225,3 +225,46 @@ def test_linf_distance_is_infinite_across_paths():
     X = space.set_paths(space.sample(2, seed=0), torch.tensor([0, 3]))
     assert linf_distance(space, X[0], X[1]) == float("inf")
     assert linf_distance(space, X[0], X[0]) == 0.0
+
+
+def test_pending_points_off_the_incumbents_path_change_nothing():
+    space, X, y = basin_data()
+    plain = local_refinement_candidate(space, X, y, seed=0)
+    others = space.set_paths(space.sample(3, seed=5), torch.tensor([1, 2, 3]))
+    torch.testing.assert_close(
+        local_refinement_candidate(space, X, y, seed=0, X_pending=others), plain
+    )
+
+
+def test_parallel_local_steps_resolve_the_optimum_with_steps_in_flight():
+    # Three steps always in flight, each told only after two more were asked
+    # for: the pending ones must not pull the box or the model off the data.
+    space, X, y = basin_data()
+    pending = X[:0]
+    for step in range(20):
+        cand = local_refinement_candidate(
+            space, X, y, radius=0.05, seed=step, X_pending=pending
+        )
+        assert cand is not None
+        pending = torch.cat([pending, cand])
+        if pending.shape[0] == 3:
+            X = torch.cat([X, pending[:1]])
+            y = torch.cat([y, -shifted_jenatton(pending[:1]).unsqueeze(-1)])
+            pending = pending[1:]
+    assert float(-y.max()) - 0.1 < 1e-9
+
+
+def test_believing_keeps_the_mean_and_drops_the_variance():
+    from treebo.add_tree.local_refinement import _believe
+
+    X = torch.rand(
+        10, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
+    )
+    model = SingleTaskGP(X, (X**2).sum(-1, keepdim=True)).eval()
+    U = torch.tensor([[0.3, 0.7], [0.9, 0.1]], dtype=torch.float64)
+    before = model.posterior(U)
+    believer = _believe(model, U)
+    after = believer.posterior(U)
+    torch.testing.assert_close(after.mean, before.mean)
+    assert bool((after.variance < 0.1 * before.variance).all())
+    assert believer.train_inputs[0].shape[-2] == 12

@@ -85,8 +85,10 @@ def test_the_step_gets_the_options_and_the_global_posterior_mean(monkeypatch, me
         beta, noise_floor, radius = 2.0, 1e-7, 0.1
 
     steps = Wider(LocalStepOptions(mean=mean))
-    assert steps.candidate(obs, obs.X, obs.y, model) is None
+    pending = obs.X[:2] + 0.01
+    assert steps.candidate(obs, obs.X, obs.y, model, pending) is None
     (kwargs,) = seen
+    assert kwargs["X_pending"] is pending
     assert kwargs["beta"] == 2.0 and kwargs["noise_floor"] == 1e-7
     assert kwargs["radius"] == 0.1 and kwargs["seed"] == obs.seed
     assert kwargs["acquisition"] == "ucb"
@@ -113,3 +115,18 @@ def test_a_step_onto_an_evaluated_point_is_dropped(monkeypatch):
     )
     steps = LocalSteps(LocalStepOptions(mean="constant"))
     assert steps.candidate(obs, obs.X, obs.y, None) is None
+
+
+def test_a_step_onto_a_pending_point_is_dropped(monkeypatch):
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=0)
+    for params in [opt.ask() for _ in range(opt.n_initial)]:
+        opt.tell(params, problem.objective(params))
+    obs = opt.observations()
+    pending = obs.space.sample(2, seed=9)
+    monkeypatch.setattr(
+        local_steps, "local_refinement_candidate", lambda *a, **k: pending[1:]
+    )
+    steps = LocalSteps(LocalStepOptions(mean="constant"))
+    assert steps.candidate(obs, obs.X, obs.y, None, pending) is None
+    assert steps.candidate(obs, obs.X, obs.y, None) is not None

@@ -183,6 +183,7 @@ def local_refinement_candidate(
     seed: int | None = None,
     prior_mean: Callable[[Tensor], Tensor] | None = None,
     prior_resolution: float = 0.0,
+    X_pending: Tensor | None = None,
 ) -> Tensor | None:
     r"""A candidate near the best observation from a model of its neighbourhood.
 
@@ -213,6 +214,10 @@ def local_refinement_candidate(
             values spread more than this (on ``y``'s scale; say, the global
             model's noise standard deviation, below which its mean carries
             no information).
+        X_pending: ``p x d`` configurations being evaluated. Those in the box
+            are believed at the local model's own posterior mean (its variance
+            there drops to the noise floor, so the step goes elsewhere); the
+            box and the model's fit use the finished observations only.
 
     Returns:
         A ``1 x d`` candidate on the incumbent's path, or ``None`` when the path
@@ -279,6 +284,12 @@ def local_refinement_candidate(
         model = _fit_local_model(train_X, train_Y, noise_floor)
     if model is None:
         return None
+    if X_pending is not None and X_pending.shape[0]:
+        Xq = X_pending.to(X)
+        Xq = Xq[same_path_as(space, Xq, x_best)][:, cols]
+        Xq = Xq[((Xq >= lo) & (Xq <= hi)).all(-1)]
+        if Xq.shape[0]:
+            model = _believe(model, (Xq - lo) / span)
     if offset is not None:
         model = OffsetModel(model, lambda U: offset(U.squeeze(-2)).unsqueeze(-1))
         beta = torch.tensor(beta, dtype=torch.float64)
@@ -331,6 +342,14 @@ def _fit_local_model(
     except (ModelFittingError, RuntimeError, ValueError):
         return None
     return model.eval()
+
+
+def _believe(model: SingleTaskGP, U: Tensor) -> SingleTaskGP:
+    """``model`` conditioned on ``m x k`` inputs ``U`` at its posterior mean
+    there (the kriging believer; hyper-parameters unchanged)."""
+    with torch.no_grad():
+        mean = model.posterior(U).mean
+    return model.condition_on_observations(U, mean)
 
 
 def linf_distance(space: TreeSpace, a: Tensor, b: Tensor) -> float:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import torch
 from torch import Tensor
 
 from treebo.add_tree.basins import Failures
@@ -95,15 +96,19 @@ class LocalSteps:
         X: Tensor,
         y: Tensor,
         model: AddTreeGP | None,
+        X_pending: Tensor | None = None,
     ) -> Tensor | None:
         """A local step (``1 x d``) or ``None`` when none is possible.
 
         Args:
             observations: The run so far (for the space, kinds and seed).
-            X: ``n x d`` inputs the step sees (pending points included).
+            X: ``n x d`` finished evaluations.
             y: ``n x 1`` scores to maximize.
-            model: The global model of ``X``, ``y``; needed when
-                ``options.mean == "auto"``.
+            model: A global model of the run (its posterior mean is the local
+                model's prior mean); needed when ``options.mean == "auto"``.
+            X_pending: ``p x d`` configurations being evaluated: the local
+                model believes them at its own prediction
+                ([`local_refinement_candidate()`][treebo.add_tree.local_refinement.local_refinement_candidate]).
         """
         options = self.options
         prior_mean, resolution = None, 0.0
@@ -130,11 +135,13 @@ class LocalSteps:
             seed=observations.seed,
             prior_mean=prior_mean,
             prior_resolution=resolution,
+            X_pending=X_pending,
         )
         # A step that lands exactly on an evaluated (or pending) point, say a
         # corner of its box, teaches a deterministic objective nothing.
+        seen = X if X_pending is None else torch.cat([X, X_pending.to(X)])
         if candidate is not None and is_observed(
-            observations.space, candidate[0], X, LOCAL_REPEAT_TOL
+            observations.space, candidate[0], seen, LOCAL_REPEAT_TOL
         ):
             return None
         return candidate

@@ -203,7 +203,7 @@ class AddTreeStrategy(Strategy):
             if local.options.mean != "constant" and model is None:
                 model = self.fit(obs)
             t1 = time.perf_counter()
-            step = local.candidate(obs, X, y, model)
+            step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
             if step is not None:
                 self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
                 return Proposal(step[0], "local")
@@ -224,7 +224,7 @@ class AddTreeStrategy(Strategy):
                 self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
                 return Proposal(other, "away")
         if near:
-            step = local.candidate(obs, X, y, model)
+            step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
             if step is not None:
                 candidate, kind = step[0], "local"
         if kind == "bo" and is_observed(space, candidate, X, REPEAT_TOL):

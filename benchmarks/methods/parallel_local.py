@@ -1,0 +1,72 @@
+"""Local steps with evaluations in flight: how the pending ones enter the step.
+
+With ``k`` workers, up to ``k - 1`` configurations are pending when a local step
+is computed. The package's step (``"default"``) fits its local model to the
+finished evaluations and believes the pending ones at that model's own
+prediction. The variants, for the ablation of
+``python -m benchmarks.perf.parallel_workers --model NAME``:
+
+``local_blind``             the local model ignores the pending points (a
+                            step onto one is still dropped).
+``local_global_believer``   the pending points join the local data at the
+                            global model's prediction (the loop's step before
+                            it knew of pending points).
+
+Example:
+    >>> sorted(PARALLEL_VARIANTS)
+    ['default', 'local_blind', 'local_global_believer']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from treebo.add_tree import AddTreeStrategy
+from treebo.add_tree.local_steps import LOCAL_REPEAT_TOL, LocalSteps
+from treebo.strategies.base import Observations, is_observed
+
+
+class BlindLocalSteps(LocalSteps):
+    """Local steps whose model ignores the pending points."""
+
+    def candidate(self, observations, X, y, model, X_pending=None) -> Tensor | None:
+        step = super().candidate(observations, X, y, model)
+        if step is None or X_pending is None or not X_pending.shape[0]:
+            return step
+        if is_observed(observations.space, step[0], X_pending.to(X), LOCAL_REPEAT_TOL):
+            return None
+        return step
+
+
+class GlobalBelieverLocalSteps(LocalSteps):
+    """Local steps that see the pending points at the global model's mean."""
+
+    def candidate(
+        self, observations: Observations, X, y, model, X_pending=None
+    ) -> Tensor | None:
+        if X_pending is not None and X_pending.shape[0] and model is not None:
+            with torch.no_grad():
+                believed = model.posterior(X_pending.to(X)).mean.reshape(-1, 1)
+            X = torch.cat([X, X_pending.to(X)])
+            y = torch.cat([y, believed.to(y)])
+        return super().candidate(observations, X, y, model)
+
+
+def _with_local_steps(steps: type[LocalSteps]) -> Callable[[], AddTreeStrategy]:
+    class Variant(AddTreeStrategy):
+        def make_local_steps(self) -> LocalSteps | None:
+            local = self.options.local
+            return None if local is None else steps(local)
+
+    return Variant
+
+
+#: Strategy factories by variant name (``"default"``: the package's loop).
+PARALLEL_VARIANTS: dict[str, Callable[[], AddTreeStrategy] | None] = {
+    "default": None,
+    "local_blind": _with_local_steps(BlindLocalSteps),
+    "local_global_believer": _with_local_steps(GlobalBelieverLocalSteps),
+}
