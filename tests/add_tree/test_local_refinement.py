@@ -240,6 +240,7 @@ def test_parallel_local_steps_resolve_the_optimum_with_steps_in_flight():
     # Three steps always in flight, each told only after two more were asked
     # for: the pending ones must not pull the box or the model off the data.
     space, X, y = basin_data()
+    start_regret = float(-y.max()) - 0.1
     pending = X[:0]
     for step in range(20):
         cand = local_refinement_candidate(
@@ -251,7 +252,8 @@ def test_parallel_local_steps_resolve_the_optimum_with_steps_in_flight():
             X = torch.cat([X, pending[:1]])
             y = torch.cat([y, -shifted_jenatton(pending[:1]).unsqueeze(-1)])
             pending = pending[1:]
-    assert float(-y.max()) - 0.1 < 1e-9
+    regret = float(-y.max()) - 0.1
+    assert regret < 1e-8 and regret < 1e-4 * start_regret
 
 
 def test_believing_keeps_the_mean_and_drops_the_variance():
@@ -260,7 +262,9 @@ def test_believing_keeps_the_mean_and_drops_the_variance():
     X = torch.rand(
         10, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)
     )
-    model = SingleTaskGP(X, (X**2).sum(-1, keepdim=True)).eval()
+    model = SingleTaskGP(X, (X**2).sum(-1, keepdim=True))
+    model.likelihood.noise = 1e-6
+    model.eval()
     U = torch.tensor([[0.3, 0.7], [0.9, 0.1]], dtype=torch.float64)
     before = model.posterior(U)
     believer = _believe(model, U)
