@@ -247,6 +247,13 @@ TIMINGS = (
         None,
     ),
     (
+        "simulated_workers",
+        "Workers on a virtual clock: time to one worker's result",
+        "python -m benchmarks.perf.parallel_workers --executor simulated "
+        "--workers 1,8 --budget 100 --parallel-budget 200 --eval-seconds 30",
+        None,
+    ),
+    (
         "bktf_iteration",
         "BKTF: seconds of one iteration on a 4-D grid",
         "python -m benchmarks.perf.bktf_iteration --threads 2",

@@ -272,3 +272,18 @@ def test_believing_keeps_the_mean_and_drops_the_variance():
     torch.testing.assert_close(after.mean, before.mean)
     assert bool((after.variance < 0.1 * before.variance).all())
     assert believer.train_inputs[0].shape[-2] == 12
+
+
+def test_a_belief_that_fails_numerically_leaves_the_model_as_it_is(monkeypatch):
+    from treebo.add_tree.local_refinement import _believe
+
+    X = torch.rand(
+        6, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(1)
+    )
+    model = SingleTaskGP(X, X.sum(-1, keepdim=True)).eval()
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("not positive definite")
+
+    monkeypatch.setattr(model, "condition_on_observations", fail)
+    assert _believe(model, X[:1] + 0.1) is model

@@ -346,10 +346,14 @@ def _fit_local_model(
 
 def _believe(model: SingleTaskGP, U: Tensor) -> SingleTaskGP:
     """``model`` conditioned on ``m x k`` inputs ``U`` at its posterior mean
-    there (the kriging believer; hyper-parameters unchanged)."""
-    with torch.no_grad():
-        mean = model.posterior(U).mean
-    return model.condition_on_observations(U, mean)
+    there (the kriging believer; hyper-parameters unchanged), or ``model``
+    itself where the conditioning fails numerically."""
+    try:
+        with torch.no_grad():
+            mean = model.posterior(U).mean
+        return model.condition_on_observations(U, mean)
+    except RuntimeError:  # e.g. a covariance that is not positive definite
+        return model
 
 
 def linf_distance(space: TreeSpace, a: Tensor, b: Tensor) -> float:
