@@ -28,6 +28,10 @@ Usage::
     python -m benchmarks.perf.parallel_workers --problem v_kinks --executor dask \\
         --workers 1,8 --budget 100 --parallel-budget 150 --eval-seconds 30 \\
         --seeds 0-2 --out benchmarks/perf/records/dask_workers.jsonl
+    python -m benchmarks.perf.parallel_workers --problem v_kinks \
+        --executor simulated --workers 1,8 --budget 100 --parallel-budget 200 \
+        --eval-seconds 30 --seeds 0-2 \
+        --out benchmarks/perf/records/simulated_workers.jsonl
 """
 
 from __future__ import annotations

@@ -178,3 +178,26 @@ def test_a_run_with_alternative_kernels_resumes_exactly(tmp_path):
         minimize(dies_after_seven, problem.space, checkpoint=path, **kwargs)
     resumed = minimize(interacting_objective, problem.space, checkpoint=path, **kwargs)
     assert [t.params for t in resumed.history] == [t.params for t in full.history]
+
+
+def test_a_local_step_sees_the_finished_evaluations_and_the_pending_ones(
+    rigged, monkeypatch
+):
+    space, X, rows, strategy, local = rigged
+    pending = space.sample(2, seed=7)
+    obs = dataclasses.replace(
+        observations(space, X, [0.1, 0.5, 0.6, 0.7], ["initial"] * 4),
+        X_pending=pending,
+    )
+
+    def believe(model, X, y, X_pending, rebuild):  # the global believer's data
+        return model, torch.cat([X, X_pending]), torch.cat([y, y[:2]])
+
+    monkeypatch.setattr(add_tree, "believe_pending", believe)
+    seen = []
+    monkeypatch.setattr(
+        strategy.local, "candidate", lambda *a: seen.append(a) or local["step"]
+    )
+    assert strategy.propose(obs).kind == "local"
+    (args,) = seen
+    assert args[1] is obs.X and args[2] is obs.y and args[4] is pending
