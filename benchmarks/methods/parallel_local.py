@@ -26,13 +26,21 @@ from torch import Tensor
 
 from treebo.add_tree import AddTreeStrategy
 from treebo.add_tree.local_steps import LOCAL_REPEAT_TOL, LocalSteps
+from treebo.add_tree.model import AddTreeGP
 from treebo.strategies.base import Observations, is_observed
 
 
 class BlindLocalSteps(LocalSteps):
     """Local steps whose model ignores the pending points."""
 
-    def candidate(self, observations, X, y, model, X_pending=None) -> Tensor | None:
+    def candidate(
+        self,
+        observations: Observations,
+        X: Tensor,
+        y: Tensor,
+        model: AddTreeGP | None,
+        X_pending: Tensor | None = None,
+    ) -> Tensor | None:
         step = super().candidate(observations, X, y, model)
         if step is None or X_pending is None or not X_pending.shape[0]:
             return step
@@ -45,7 +53,12 @@ class GlobalBelieverLocalSteps(LocalSteps):
     """Local steps that see the pending points at the global model's mean."""
 
     def candidate(
-        self, observations: Observations, X, y, model, X_pending=None
+        self,
+        observations: Observations,
+        X: Tensor,
+        y: Tensor,
+        model: AddTreeGP | None,
+        X_pending: Tensor | None = None,
     ) -> Tensor | None:
         if X_pending is not None and X_pending.shape[0] and model is not None:
             with torch.no_grad():

@@ -141,9 +141,12 @@ def test_out_of_order_failures_and_killed_workers_lose_and_repeat_nothing(
     keys = [repr(sorted(t.params.items())) for t in history]
     assert len(set(keys)) == 9
     failed = [t for t in history if t.status == "failed"]
-    assert len(failed) == 2
-    assert sum("KilledWorker" in t.error for t in failed) == 1
     assert sum("start 5 fails" in t.error for t in failed) == 1
+    # The doomed evaluation fails with KilledWorker. Dask may fail an innocent
+    # one beside it: a task whose worker died twice while it ran or held its
+    # result counts as suspicious (allowed-failures=1), whatever killed them.
+    killed = [t for t in failed if "KilledWorker" in t.error]
+    assert 1 <= len(killed) == len(failed) - 1 <= 2
     ok = [t for t in history if t.status == "ok"]
     assert all(t.value == Jenatton().objective(t.params) for t in ok)
 
