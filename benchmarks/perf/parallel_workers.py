@@ -137,25 +137,38 @@ def run(
     problem = PROBLEMS[problem_name]()
     workers = workers_of(method)
     told_seconds: list[float] = []
+    extra: dict = {}
     if executor_of(method) == "simulated":
-        opt, told_seconds, proposal_seconds = simulated_run(
+        opt, told_seconds, extra["proposal_seconds"] = simulated_run(
             problem, workers, seed, budget, eval_seconds, strategy_of(method)
         )
-        history = opt.result().history
-        return {
-            "problem": problem_name,
-            "method": method,
-            "seed": seed,
-            "budget": budget,
-            "optimal_value": problem.optimal_value,
-            "values": [t.value for t in history],
-            "kinds": [t.kind for t in history],
-            "run_seconds": told_seconds[-1],
-            "wall_seconds": told_seconds[-1],
-            "told_seconds": told_seconds,
-            "proposal_seconds": proposal_seconds,
-            "eval_seconds": eval_seconds,
-        }
+        history, run_seconds = opt.result().history, told_seconds[-1]
+    else:
+        history, run_seconds = _minimize_on_executor(
+            problem, method, seed, budget, eval_seconds, told_seconds
+        )
+    return {
+        "problem": problem_name,
+        "method": method,
+        "seed": seed,
+        "budget": budget,
+        "optimal_value": problem.optimal_value,
+        "values": [t.value for t in history],
+        "kinds": [t.kind for t in history],
+        "run_seconds": run_seconds,
+        "wall_seconds": run_seconds,
+        "told_seconds": told_seconds,
+        **extra,
+        "eval_seconds": eval_seconds,
+    }
+
+
+def _minimize_on_executor(
+    problem, method: str, seed: int, budget: int, eval_seconds: float, told: list
+) -> tuple[list, float]:
+    """``minimize`` on K threads or a local Dask cluster of K worker processes:
+    the history and the run's seconds (each tell's time appended to ``told``)."""
+    workers = workers_of(method)
     with contextlib.ExitStack() as stack:
         executor = None
         if method.startswith("dask"):
@@ -179,22 +192,9 @@ def run(
             model=strategy_of(method),
             n_workers=workers,
             executor=executor,
-            callback=lambda trial: told_seconds.append(time.perf_counter() - t0),
+            callback=lambda trial: told.append(time.perf_counter() - t0),
         )
-        run_seconds = time.perf_counter() - t0
-    return {
-        "problem": problem_name,
-        "method": method,
-        "seed": seed,
-        "budget": budget,
-        "optimal_value": problem.optimal_value,
-        "values": [t.value for t in result.history],
-        "kinds": [t.kind for t in result.history],
-        "run_seconds": run_seconds,
-        "wall_seconds": run_seconds,
-        "told_seconds": told_seconds,
-        "eval_seconds": eval_seconds,
-    }
+        return result.history, time.perf_counter() - t0
 
 
 def best_at(record: dict, n: int) -> float:

@@ -14,6 +14,15 @@ from treebo.strategies.base import is_observed
 from treebo.test_functions import Jenatton
 
 
+def initial_observations():
+    """P1(a) after the loop's initial design (seed 0)."""
+    problem = Jenatton("paper")
+    opt = TreeOptimizer(problem.space, seed=0)
+    for params in [opt.ask() for _ in range(opt.n_initial)]:
+        opt.tell(params, problem.objective(params))
+    return opt.observations()
+
+
 def test_local_steps_are_due_after_patience_failed_global_proposals():
     assert not LocalSteps(LocalStepOptions()).is_due(Failures(9, 0, 0))
     steps = LocalSteps(LocalStepOptions(patience=2))
@@ -67,12 +76,8 @@ def test_near_means_the_same_path_within_the_radius():
 
 @pytest.mark.parametrize("mean", ["constant", "auto"])
 def test_the_step_gets_the_options_and_the_global_posterior_mean(monkeypatch, mean):
-    problem = Jenatton("paper")
-    opt = TreeOptimizer(problem.space, seed=0)
-    for params in [opt.ask() for _ in range(opt.n_initial)]:
-        opt.tell(params, problem.objective(params))
-    obs = opt.observations()
-    model = opt.strategy.fit(obs)
+    obs = initial_observations()
+    model = TreeOptimizer(obs.space, seed=0).strategy.fit(obs)
     seen = []
 
     def spy(space, X, y, **kwargs):
@@ -105,11 +110,7 @@ def test_the_step_gets_the_options_and_the_global_posterior_mean(monkeypatch, me
 
 
 def test_a_step_onto_an_evaluated_point_is_dropped(monkeypatch):
-    problem = Jenatton("paper")
-    opt = TreeOptimizer(problem.space, seed=0)
-    for params in [opt.ask() for _ in range(opt.n_initial)]:
-        opt.tell(params, problem.objective(params))
-    obs = opt.observations()
+    obs = initial_observations()
     monkeypatch.setattr(
         local_steps, "local_refinement_candidate", lambda *a, **k: obs.X[2:3]
     )
@@ -118,11 +119,7 @@ def test_a_step_onto_an_evaluated_point_is_dropped(monkeypatch):
 
 
 def test_a_step_onto_a_pending_point_is_dropped(monkeypatch):
-    problem = Jenatton("paper")
-    opt = TreeOptimizer(problem.space, seed=0)
-    for params in [opt.ask() for _ in range(opt.n_initial)]:
-        opt.tell(params, problem.objective(params))
-    obs = opt.observations()
+    obs = initial_observations()
     pending = obs.space.sample(2, seed=9)
     monkeypatch.setattr(
         local_steps, "local_refinement_candidate", lambda *a, **k: pending[1:]
