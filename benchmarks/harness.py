@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import botorch
+import numpy as np
 import torch
 
 import treebo
@@ -79,6 +80,13 @@ def run(
         "values": values,
         "proposal_seconds": seconds,
     }
+    finite = [v if v is not None and np.isfinite(v) else np.inf for v in values]
+    # The recommended trial: treebo's own recommendation, else the best observed.
+    record["recommended"] = getattr(problem, "recommended", int(np.argmin(finite)))
+    if hasattr(problem, "fitted_noise_variance"):
+        record["fitted_noise_variance"] = problem.fitted_noise_variance
+    if hasattr(problem, "noise_variance"):
+        record["noise_variance"] = problem.noise_variance
     if hasattr(problem, "true_value") and len(evaluated) == len(values):
         record["true_values"] = [problem.true_value(c) for c in evaluated]
         record["branches"] = [c[problem.root_choice] for c in evaluated]

@@ -324,6 +324,7 @@ def report(
             parts += [*ranks_table(suite, runs), ""]
         if plots_dir is not None and plot_suite(suite, runs, plots_dir / f"{name}.png"):
             parts += [f"![{suite.title}](plots/{name}.png)", ""]
+    parts += noise_section(records_dir / "noisy.jsonl")
     parts += hpob_section(records_dir / "hpob.jsonl")
     parts += outlier_section(records_dir / "outlier.jsonl")
     parts += regression_section(records_dir / "p3_regression.jsonl")
@@ -408,6 +409,57 @@ def outlier_section(path: Path) -> list[str]:
         values = [final[(s, outlier)] for s in seeds if (s, outlier) in final]
         cells = [f"{v:.2g}" for v in values] + [f"{np.median(values):.2g}"]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def noise_section(path: Path) -> list[str]:
+    """Noisy objectives: the true value of each run's recommended configuration
+    (treebo's recommendation, else the best observed) and treebo's fitted noise
+    against the truth (records of the ``noisy`` suite)."""
+    records = [r for r in load_records([path]) if "recommended" in r]
+    if not records:
+        return []
+    problems = sorted({r["problem"] for r in records})
+    methods = list(dict.fromkeys(r["method"] for r in records))
+    lines = [
+        "## Noise: the recommended configuration's true value",
+        "",
+        "Median over seeds (interquartile range) of the true regret of the "
+        "configuration a run recommends after its budget: treebo's "
+        "`result().best_params`, the best observed value's configuration for the "
+        "others; and treebo's fitted noise variance over the true one (median, "
+        "range). `python -m benchmarks.run noisy`. " + provenance(records),
+        "",
+        "| method | " + " | ".join(problems) + " |",
+        "|---|" + "---|" * len(problems),
+    ]
+    ratios: dict[str, list[float]] = {}
+    for method in methods:
+        cells = []
+        for problem in problems:
+            mine = [
+                r for r in records if (r["method"], r["problem"]) == (method, problem)
+            ]
+            regret = [
+                r["true_values"][r["recommended"]] - (r["optimal_value"] or 0.0)
+                for r in mine
+            ]
+            if not regret:
+                cells.append("")
+                continue
+            q1, q2, q3 = np.percentile(regret, [25, 50, 75])
+            cells.append(f"{q2:.3g} ({q1:.3g}, {q3:.3g}), {len(regret)} seeds")
+            for r in mine:
+                if "fitted_noise_variance" in r and method == "treebo":
+                    ratio = r["fitted_noise_variance"] / r["noise_variance"]
+                    ratios.setdefault(problem, []).append(ratio)
+        lines.append(f"| {method} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for problem, values in ratios.items():
+        lines.append(
+            f"- {problem}: treebo's fitted noise / true noise, median "
+            f"{np.median(values):.2f} (range {min(values):.2f} to {max(values):.2f})."
+        )
     return [*lines, ""]
 
 

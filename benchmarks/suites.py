@@ -120,6 +120,18 @@ SUITES: dict[str, Suite] = {
         100,
         (25, 50, 100),
     ),
+    "noisy": Suite(
+        "Noisy objectives: P1(a) and ridge regression with Gaussian noise",
+        "Noise of 10 % of each problem's range over random points added to every "
+        "evaluation (``benchmarks/problems/noisy.py``); regret of the best "
+        "*observed* value, which noise flatters. What counts is the true value "
+        "of the configuration each run recommends: the section on noise below.",
+        ("p1a_noisy", "rt_ridge_noisy"),
+        ("treebo", "treebo_deterministic", "random", "flat_logei"),
+        TEN,
+        50,
+        (25, 50),
+    ),
     "nonstationary": Suite(
         "Non-stationary functions: P6 RKHS, P7 2-D Exp",
         "The treed GP (HTBO) against stationary GPs; log10 regret.",

@@ -84,3 +84,24 @@ def test_bad_paths_are_named_with_exit_status_2(workdir, capsys):
     args = ["run", "cli_objective:missing", "--space", "space.yaml", "--budget", "2"]
     assert main(args) == 2
     assert "cli_objective:missing" in capsys.readouterr().err
+
+
+def test_the_console_script_finds_a_module_in_the_current_folder(workdir):
+    import os
+    import shutil
+
+    script = shutil.which("treebo", path=os.path.dirname(sys.executable))
+    if script is None:
+        pytest.skip("the treebo console script is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    args = ["run", "cli_objective:f", "--space", "space.yaml", "--budget", "3"]
+    done = subprocess.run(
+        [script, *args, "--seed", "0", "--no-progress", "--noise", "deterministic"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=workdir,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "best value" in done.stdout and "best parameters" in done.stdout

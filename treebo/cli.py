@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 
@@ -45,13 +46,29 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         model=args.model,
         maximize=args.maximize,
+        noise=args.noise,
         checkpoint=args.checkpoint,
         n_workers=args.workers,
         progress=False if args.no_progress else None,
     )
-    print(f"best value {result.best_value} after {len(result.history)} evaluations")
-    print(f"best parameters {result.best_params}")
+    n = len(result.history)
+    print(f"best value {result.best_observed_value} after {n} evaluations")
+    if result.best_value == result.best_observed_value:
+        print(f"best parameters {result.best_params}")
+    else:
+        print(
+            f"recommended parameters {result.best_params} (the model's best guess; "
+            f"predicted value {result.best_value})"
+        )
     return 0
+
+
+def _noise(text: str) -> str | float:
+    """``--noise``: a mode or a variance."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
 
 
 def _summary(args: argparse.Namespace) -> int:
@@ -100,6 +117,13 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=None)
     run.add_argument("--model", default="add_tree")
     run.add_argument("--maximize", action="store_true")
+    run.add_argument(
+        "--noise",
+        type=_noise,
+        default="infer",
+        help="infer (default), deterministic, or the noise variance of every "
+        "evaluation",
+    )
     run.add_argument("--checkpoint", default=None, help="journal file to resume")
     run.add_argument("--workers", type=int, default=1)
     run.add_argument("--no-progress", action="store_true")
@@ -122,6 +146,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = sys.argv[1:] if argv is None else argv
+    # As `python -m treebo` does: `module:function` may name a module in the
+    # current folder (a console script does not put it on the path).
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
     if argv and argv[0] == "demo":
         from treebo.demo import main as demo
 

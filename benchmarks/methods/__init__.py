@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import ablation  # noqa: F401  (registers the ablation variants)
 from .botorch_peers import KINDS as BOTORCH_PEERS
 from .botorch_peers import run_botorch_peer
 from .treebo import PRESETS, run_treebo

@@ -38,6 +38,7 @@ from typing import Any
 from treebo import TreeOptimizer
 from treebo.add_tree import AddTreeOptions, AddTreeUCBOptions
 from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.loop.outcomes import score_scale
 from treebo.treed import TreedOptions
 
 from .exploration import EpsilonGreedy
@@ -80,7 +81,13 @@ def run_treebo(
     preset: str, problem, design: list[dict], seed: int, budget: int
 ) -> tuple[list[float], list[float]]:
     """``(values, proposal_seconds)`` of the preset; its initial design is
-    ``design`` (treebo's own for the seed, shared by every method)."""
+    ``design`` (treebo's own for the seed, shared by every method).
+
+    The run's recommendation (the index of the trial
+    [`result()`][treebo.loop.optimizer.TreeOptimizer.result] recommends) and its
+    last model's fitted noise variance in the objective's units are left on
+    ``problem`` as ``recommended`` and ``fitted_noise_variance`` for the harness.
+    """
     opt = TreeOptimizer(problem.space, seed=seed, model=PRESETS[preset]())
     if opt.n_initial != len(design):
         raise ValueError(f"{preset}: its design has {opt.n_initial} points.")
@@ -94,4 +101,13 @@ def run_treebo(
         value = problem.objective(params)
         opt.tell(params, value)
         values.append(value)
+    best = opt.result().best_params
+    problem.recommended = next(i for i, t in enumerate(opt.history) if t.params == best)
+    model = opt.last_model
+    if model is not None and hasattr(model.likelihood, "noise"):
+        history = opt.history.values
+        scale = score_scale(-history)
+        # The model's outcomes are the loop's standardized scores (unit variance).
+        noise = float(model.likelihood.noise.detach().mean())
+        problem.fitted_noise_variance = noise * (scale.peak * scale.spread) ** 2
     return values, seconds

@@ -18,6 +18,7 @@ cross-validated error). Validation problems also have ``true_value``,
 ``p9_*``           model selection by 3-fold CV error (scikit-learn, real data)
 ``rt_*``           real tuning tasks: six learners on bundled data
                    (:mod:`.real_tasks`)
+``*_noisy``        Gaussian noise of 10 % of the range added (:mod:`.noisy`)
 ``rkhs``, ``exp2d`` non-stationary functions (P6, P7; :mod:`.nonstationary`)
 =================  ==========================================================
 
@@ -37,6 +38,7 @@ from treebo.test_functions import (
     ModelSelection,
 )
 
+from .noisy import NOISY_PROBLEMS
 from .nonstationary import NONSTATIONARY_PROBLEMS
 from .real_tasks import REAL_TASKS
 from .tuning import TUNING_PROBLEMS
@@ -58,6 +60,7 @@ PROBLEMS: dict[str, Callable[[], Any]] = {
     **TUNING_PROBLEMS,
     **NONSTATIONARY_PROBLEMS,
     **REAL_TASKS,
+    **NOISY_PROBLEMS,
     # The folds are fixed (seed 0) so that every run optimizes one function.
     "p9_digits": lambda: ModelSelection("digits", seed=0),
     "p9_cancer": lambda: ModelSelection("breast_cancer", seed=0),

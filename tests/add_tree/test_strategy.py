@@ -20,7 +20,8 @@ from treebo.strategies.fitting import WarmStartFit
 from treebo.test_functions import Jenatton
 
 
-def observations(space, X, values, kinds) -> Observations:
+def observations(space, X, values, kinds, noise="deterministic") -> Observations:
+    """Scores of deterministic ``values`` to minimize (local steps apply)."""
     y = -torch.tensor(values, dtype=torch.float64).unsqueeze(-1)
     return Observations(
         space=space,
@@ -31,6 +32,7 @@ def observations(space, X, values, kinds) -> Observations:
         X_pending=torch.empty(0, space.dim, dtype=torch.float64),
         seed=0,
         n_initial=4,
+        noise=noise,
     )
 
 
@@ -113,7 +115,7 @@ def test_alternative_kernels_are_used_where_they_predict_clearly_better(objectiv
     for kernel in (options.kernel, INTERACTING):
         fitted = WarmStartFit().fit(
             lambda floor, k=kernel: strategy.build_model(space, X, obs.y, floor, k),
-            options.noise_floor,
+            strategy.noise_floor(),
         )
         densities[kernel] = loo_log_densities(fitted)
     better = predicts_better(densities[INTERACTING], densities[options.kernel])

@@ -92,7 +92,8 @@ def test_loop_model_options_are_the_tree_optimizer_defaults():
     opt = TreeOptimizer(Jenatton().space)
     assert opt.strategy.name == "add_tree"
     assert opt.strategy.options.kernel.as_kwargs() == LOOP_MODEL_OPTIONS
-    assert opt.strategy.options.noise_floor == 1e-6
+    # The noise is inferred by both: Ax's default likelihood is BoTorch's.
+    assert opt.strategy.options.noise_floor is None and opt.noise == "infer"
 
 
 def test_integers_categoricals_and_shared_dependents_round_trip():

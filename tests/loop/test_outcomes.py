@@ -122,11 +122,14 @@ def test_bad_outcomes_are_recorded_failures_and_a_run_of_them_warns():
     assert torch.isnan(opt.history.values).all()
 
 
-def test_scaled_and_shifted_objectives_get_the_same_proposals():
+# Interpolation puts the noise on its floor, the same for every scale; an inferred
+# noise is an interior optimum that the fit finds to L-BFGS's tolerance only.
+@pytest.mark.parametrize("noise, tol", [("deterministic", 1e-6), ("infer", 1e-3)])
+def test_scaled_and_shifted_objectives_get_the_same_proposals(noise, tol):
     problem = Jenatton()
 
     def proposals(c: float, b: float) -> list[dict]:
-        opt = TreeOptimizer(problem.space, seed=1, n_initial=5, model=FAST)
+        opt = TreeOptimizer(problem.space, seed=1, n_initial=5, model=FAST, noise=noise)
         for _ in range(8):
             params = opt.ask()
             opt.tell(params, c * problem.objective(params) + b)
@@ -139,6 +142,6 @@ def test_scaled_and_shifted_objectives_get_the_same_proposals():
             assert ours.keys() == theirs.keys()
             for name, value in ours.items():
                 if isinstance(value, float):
-                    assert value == pytest.approx(theirs[name], abs=1e-6), (c, b, name)
+                    assert value == pytest.approx(theirs[name], abs=tol), (c, b, name)
                 else:
                     assert value == theirs[name]

@@ -43,7 +43,7 @@ def test_failures_are_recorded_and_the_loop_goes_on():
     assert any("nan" in t.error for t in failed)
     assert all(t.value is None for t in failed)
     ok = [t.value for t in result.history if t.status == "ok"]
-    assert result.best_value == min(ok)
+    assert result.best_observed_value == min(ok)
 
 
 class InlineExecutor(Executor):

@@ -18,6 +18,10 @@ from treebo.strategies.validation import check_count, check_positive
 
 LOCAL_MEANS = ("constant", "auto")
 
+#: The global model's noise floor (standardized outcomes) where the objective is
+#: deterministic: low enough to interpolate, high enough to factor.
+DETERMINISTIC_NOISE_FLOOR = 1e-6
+
 
 @dataclass(frozen=True)
 class LocalStepOptions:
@@ -59,7 +63,8 @@ def _check_shared_fields(options: AddTreeOptions | AddTreeUCBOptions) -> None:
         raise TypeError(
             f"kernel must be AddTreeKernelOptions, got {type(options.kernel).__name__}."
         )
-    check_positive(options.noise_floor, "noise_floor")
+    if options.noise_floor is not None:
+        check_positive(options.noise_floor, "noise_floor")
     check_count(options.num_restarts, "num_restarts", 1)
     check_count(options.raw_samples, "raw_samples", 1)
     if options.local is not None and not isinstance(options.local, LocalStepOptions):
@@ -90,7 +95,9 @@ class AddTreeOptions:
             [`alternatives()`][treebo.add_tree.options.AddTreeOptions.alternatives]
             resolves the setting.
         noise_floor: Lower bound on the noise variance of the standardized
-            outcomes; small values suit deterministic objectives.
+            outcomes; ``None``: the run's ``noise`` decides (``1e-4`` where noise is
+            inferred, [`INFERRED_NOISE_FLOOR`][treebo.gp.noise.INFERRED_NOISE_FLOOR];
+            ``1e-6`` for a deterministic objective, `DETERMINISTIC_NOISE_FLOOR`).
         num_restarts: Optimizer starts per path.
         raw_samples: Random points scored to choose the starts.
         local: Local refinement of the incumbent, or ``None`` for none.
@@ -106,7 +113,7 @@ class AddTreeOptions:
 
     kernel: AddTreeKernelOptions = LOOP_KERNEL_OPTIONS
     alternative_kernels: tuple[AddTreeKernelOptions, ...] | None = None
-    noise_floor: float = 1e-6
+    noise_floor: float | None = None
     num_restarts: int = 10
     raw_samples: int = 512
     local: LocalStepOptions | None = field(default_factory=LocalStepOptions)
@@ -157,7 +164,8 @@ class AddTreeUCBOptions:
         kernel: The [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s settings
             (no ancestor terms: each vertex is maximized on its own parameters).
         noise_floor: Lower bound on the noise variance of the standardized
-            outcomes.
+            outcomes; ``None``: the run's ``noise`` decides (as in
+            [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]).
         num_restarts: Optimizer starts per vertex.
         raw_samples: Random points scored to choose the starts.
         local: Local refinement of the incumbent, or ``None`` for none.
@@ -180,7 +188,7 @@ class AddTreeUCBOptions:
         share_outputscales="depth",
         shared_component=True,
     )
-    noise_floor: float = 1e-6
+    noise_floor: float | None = None
     num_restarts: int = 10
     raw_samples: int = 512
     local: LocalStepOptions | None = field(

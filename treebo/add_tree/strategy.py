@@ -23,12 +23,15 @@ Ma & Blaschko (2020).
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import torch
 from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement
+from botorch.acquisition.analytic import PosteriorStandardDeviation
 from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
@@ -38,14 +41,20 @@ from treebo.add_tree.kernel_options import AddTreeKernelOptions
 from treebo.add_tree.local_steps import LocalSteps
 from treebo.add_tree.model import AddTreeGP
 from treebo.add_tree.optimize import optimize_add_tree_ucb
-from treebo.add_tree.options import AddTreeOptions, AddTreeUCBOptions
+from treebo.add_tree.options import (
+    DETERMINISTIC_NOISE_FLOOR,
+    AddTreeOptions,
+    AddTreeUCBOptions,
+)
 from treebo.add_tree.ucb import AddTreeUCB
 from treebo.gp.fit import (
     loo_log_densities,
     noise_floor_likelihood,
     predicts_better,
 )
+from treebo.gp.noise import INFERRED_NOISE_FLOOR, inferred_noise_likelihood
 from treebo.optim.mixed import lists_paths, optimize_acqf_mixed_tree
+from treebo.optim.pool import optimize_acqf_pool
 from treebo.optim.tree_optimize import TreeCandidate, optimize_acqf_tree
 from treebo.space import TreeSpace
 from treebo.strategies.base import (
@@ -58,6 +67,7 @@ from treebo.strategies.base import (
 )
 from treebo.strategies.believer import believe_pending
 from treebo.strategies.fitting import WarmStartFit
+from treebo.strategies.ties import ties_the_best
 
 
 @register_strategy
@@ -86,6 +96,11 @@ class AddTreeStrategy(Strategy):
 
     name = "add_tree"
     options_type = AddTreeOptions
+    known_noise = True
+
+    #: Local steps run where the objective is deterministic, declared or inferred:
+    #: a fitted noise variance within this factor of its floor.
+    LOCAL_NOISE_FACTOR = 10.0
 
     def __init__(self, options: AddTreeOptions | None = None, **kwargs: Any) -> None:
         super().__init__(options, **kwargs)
@@ -96,6 +111,9 @@ class AddTreeStrategy(Strategy):
         self.local = self.make_local_steps()
         self.last_model: AddTreeGP | None = None
         self.timings: dict[str, float] = {}
+        # The noise declaration of the observations being modelled.
+        self.noise = "infer"
+        self.yvar: Tensor | None = None
 
     # ----------------------------------------------------------------- model
     def make_local_steps(self) -> LocalSteps | None:
@@ -112,6 +130,16 @@ class AddTreeStrategy(Strategy):
         ``WarmStartFit(criterion="loo")``)."""
         return WarmStartFit()
 
+    def noise_floor(self) -> float:
+        """The global model's noise floor: ``options.noise_floor``, or by the run's
+        ``noise`` (``1e-4`` where inferred, ``1e-6`` where deterministic or
+        known)."""
+        if self.options.noise_floor is not None:
+            return self.options.noise_floor
+        if self.noise == "infer":
+            return INFERRED_NOISE_FLOOR
+        return DETERMINISTIC_NOISE_FLOOR
+
     def build_model(
         self,
         space: TreeSpace,
@@ -121,16 +149,34 @@ class AddTreeStrategy(Strategy):
         kernel: AddTreeKernelOptions | None = None,
     ) -> AddTreeGP:
         """An unfitted [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] on ``X``, ``y``
-        with the kernel
-        settings ``kernel`` (default: those of the model in use)."""
+        with the kernel settings ``kernel`` (default: those of the model in use).
+
+        Its likelihood follows the run's ``noise``: the noise is inferred above
+        ``noise_floor``
+        ([`inferred_noise_likelihood()`][treebo.gp.noise.inferred_noise_likelihood]),
+        held near ``noise_floor`` for a deterministic objective
+        ([`noise_floor_likelihood()`][treebo.gp.fit.noise_floor_likelihood]), or
+        fixed at the known variances (``train_Yvar``, at least ``noise_floor``; rows
+        beyond them, believed pending points, at ``noise_floor``).
+        """
         kernel = self.kernel_options if kernel is None else kernel
+        likelihood, yvar = None, None
+        if self.noise == "infer":
+            likelihood = inferred_noise_likelihood(noise_floor)
+        elif self.noise == "deterministic" or self.yvar is None:
+            likelihood = noise_floor_likelihood(noise_floor)
+        else:
+            yvar = y.new_full(y.shape, noise_floor)
+            known = self.yvar.to(y)[: y.shape[0]]
+            yvar[: known.shape[0]] = known.clamp_min(noise_floor)
         return AddTreeGP(
             X,
             y,
             space.tree,
+            train_Yvar=yvar,
             bounds=space.bounds.to(X),
             categorical_values=space.categorical_values,
-            likelihood=noise_floor_likelihood(noise_floor),
+            likelihood=likelihood,
             **kernel.as_kwargs(),
         ).to(X)
 
@@ -141,7 +187,8 @@ class AddTreeStrategy(Strategy):
         gains:
         [`predicts_better()`][treebo.gp.fit.predicts_better])."""
         space, X, y = observations.space, observations.X, observations.y
-        floor, main = self.options.noise_floor, self.options.kernel
+        self.noise, self.yvar = observations.noise, observations.yvar
+        floor, main = self.noise_floor(), self.options.kernel
         model = self.fitter.fit(lambda f: self.build_model(space, X, y, f, main), floor)
         chosen = main
         alternatives = [
@@ -170,6 +217,32 @@ class AddTreeStrategy(Strategy):
         self.last_model = model
         return model
 
+    def predict(self, observations: Observations) -> Tensor | None:
+        """The posterior mean of a model fitted to ``observations`` at their
+        configurations, or ``None`` where the model interpolates (a deterministic
+        objective, declared or inferred as for local steps: the best observation is
+        then the best guess). The fit runs on a copy of the strategy, so later
+        proposals stay as they would have been."""
+        if observations.noise == "deterministic":
+            return None
+        copied = copy.deepcopy(self)
+        model = copied.fit(observations)
+        if copied.resolves_locally(model):
+            return None
+        with torch.no_grad():
+            return model.posterior(observations.X).mean.squeeze(-1)
+
+    def resolves_locally(self, model: AddTreeGP | None) -> bool:
+        """Whether local steps apply: the objective is deterministic, declared so or
+        inferred (``model``'s fitted noise within ``LOCAL_NOISE_FACTOR`` of its
+        floor); never with known noise."""
+        if self.noise == "deterministic":
+            return True
+        if self.noise != "infer" or model is None:
+            return False
+        noise = float(model.likelihood.noise.detach().max())
+        return noise <= self.LOCAL_NOISE_FACTOR * self.noise_floor()
+
     def state_dict(self) -> dict[str, Any]:
         state = {"hyperparameters": self.fitter.state_dict()}
         if self.alternative_fitters:
@@ -189,6 +262,7 @@ class AddTreeStrategy(Strategy):
         space, X, y = obs.space, obs.X, obs.y
         incumbent = obs.incumbent
         failures = count_failures(obs.scores, obs.kinds)
+        self.noise, self.yvar = obs.noise, obs.yvar
         model = None
         if obs.X_pending.shape[0]:
             model, X, y = believe_pending(
@@ -198,10 +272,23 @@ class AddTreeStrategy(Strategy):
                 obs.X_pending,
                 lambda Xa, ya, floor: self.build_model(space, Xa, ya, floor),
             )
+        if self.after_tie(obs):
+            model = self.fit(obs) if model is None else model
+            t1 = time.perf_counter()
+            around = X[y.squeeze(-1).topk(min(3, y.shape[0])).indices]
+            acqf = PosteriorStandardDeviation(model)
+            cand = self.maximize(acqf, obs, around).candidate[0]
+            self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
+            return Proposal(cand, "explore")
         local = self.local
         if local is not None and local.is_due(failures):
-            if local.options.mean != "constant" and model is None:
+            if model is None and (
+                local.options.mean != "constant" or self.noise == "infer"
+            ):
                 model = self.fit(obs)
+            if not self.resolves_locally(model):
+                local = None
+        if local is not None and local.is_due(failures):
             t1 = time.perf_counter()
             step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
             if step is not None:
@@ -209,6 +296,8 @@ class AddTreeStrategy(Strategy):
                 return Proposal(step[0], "local")
         if model is None:
             model = self.fit(obs)
+        if local is not None and not self.resolves_locally(model):
+            local = None
         t1 = time.perf_counter()
         # Start some optimizer runs near the best observations.
         around = X[y.squeeze(-1).topk(min(3, y.shape[0])).indices]
@@ -240,6 +329,19 @@ class AddTreeStrategy(Strategy):
         self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
         return Proposal(candidate, kind)
 
+    def after_tie(self, observations: Observations) -> bool:
+        """Whether the next proposal explores: the last evaluation tied the best
+        score exactly ([`treebo.strategies.ties`][treebo.strategies.ties])."""
+        return ties_the_best(observations.y, observations.failed)
+
+    def propose_from(self, observations: Observations, candidates: Tensor) -> Proposal:
+        """The pool row of highest
+        [`acquisition()`][treebo.add_tree.strategy.AddTreeStrategy.acquisition]
+        value (kind ``"explore"`` after a tie with the best score)."""
+        index, _ = optimize_acqf_pool(self.acquisition(observations), candidates)
+        kind = "explore" if self.after_tie(observations) else "bo"
+        return Proposal(candidates[index], kind)
+
     def acquisition_of(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
         """The acquisition function of ``model`` fitted to scores ``y``:
         LogEI over the best score."""
@@ -248,7 +350,9 @@ class AddTreeStrategy(Strategy):
     def acquisition(self, observations: Observations) -> AcquisitionFunction:
         """The acquisition function on the global model, with pending
         configurations believed at its prediction (what a pool is scored
-        with; local steps apply to continuous spaces only)."""
+        with; local steps apply to continuous spaces only): the posterior standard
+        deviation after a tie with the best score, else that of
+        [`acquisition_of()`][treebo.add_tree.strategy.AddTreeStrategy.acquisition_of]."""
         obs = observations
         model, y = self.fit(obs), obs.y
         if obs.X_pending.shape[0]:
@@ -259,15 +363,24 @@ class AddTreeStrategy(Strategy):
                 obs.X_pending,
                 lambda Xa, ya, floor: self.build_model(obs.space, Xa, ya, floor),
             )
+        if self.after_tie(obs):
+            return PosteriorStandardDeviation(model)
         return self.acquisition_of(model, y)
 
     def optimize_acquisition(
         self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
     ) -> TreeCandidate:
-        """Maximize LogEI: over every path (``num_restarts // 2`` starts each)
+        """Maximize LogEI (see
+        [`maximize()`][treebo.add_tree.strategy.AddTreeStrategy.maximize])."""
+        return self.maximize(self.acquisition_of(model, y), observations, around)
+
+    def maximize(
+        self, acqf: AcquisitionFunction, observations: Observations, around: Tensor
+    ) -> TreeCandidate:
+        """Maximize ``acqf`` over every path (``num_restarts // 2`` starts each)
         where the space has few paths and only real parameters, else by
-        alternating continuous and discrete steps."""
-        acqf = self.acquisition_of(model, y)
+        alternating continuous and discrete steps; ``around``: configurations some
+        starts are drawn near."""
         opts = self.options
         if not lists_paths(observations.space):
             return self.optimize_mixed(acqf, observations, around)

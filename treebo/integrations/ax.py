@@ -53,8 +53,10 @@ _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
 #: (``treebo.add_tree.kernel_options.LOOP_KERNEL_OPTIONS``)
 #: as ``AddTreeGP`` keyword arguments: the default ``model_options`` of
 #: ``add_tree_generation_strategy()``: sharing by depth lets an unexplored
-#: branch borrow its siblings' scales (docs/design.md). With
-#: ``noise_floor=1e-6`` the strategy's model is the loop's.
+#: branch borrow its siblings' scales (docs/design.md). Without a
+#: ``noise_floor`` the noise is inferred under BoTorch's default prior, as in the
+#: loop's default (``noise="infer"``); ``noise_floor=1e-6`` gives the loop's model for
+#: ``noise="deterministic"``.
 LOOP_MODEL_OPTIONS: dict[str, Any] = LOOP_KERNEL_OPTIONS.as_kwargs()
 
 

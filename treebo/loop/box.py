@@ -54,7 +54,8 @@ class BoxResult(OptimizationResult):
     Attributes:
         X: ``n x d`` every evaluated point, in order (failures included).
         Y: ``n`` their values (NaN for failures).
-        best_x: ``d`` the best point (``None`` if every evaluation failed).
+        best_x: ``d`` the recommended point, ``best_params`` as a tensor (``None``
+            if every evaluation failed).
     """
 
     X: Tensor | None = None
@@ -129,6 +130,8 @@ def minimize_box(
         best_params=result.best_params,
         best_value=result.best_value,
         history=result.history,
+        best_observed_value=result.best_observed_value,
+        maximize=result.maximize,
         X=X,
         Y=Y,
         best_x=best_x,

@@ -118,6 +118,7 @@ def run_identity(
     seed: int | None,
     maximize: bool,
     n_initial: int,
+    noise: str | float = "infer",
 ) -> dict[str, Any]:
     """The settings a resumed run must share with the run that wrote it
     (normalized through JSON, so tuples and lists compare equal)."""
@@ -128,6 +129,7 @@ def run_identity(
         "seed": seed,
         "maximize": maximize,
         "n_initial": n_initial,
+        "noise": noise,
     }
     return json.loads(json.dumps(identity))
 

@@ -15,7 +15,7 @@ from torch import Tensor
 from treebo.space import TreeSpace
 
 #: Trial kinds written by the loop itself; strategies add their own (for the
-#: Add-Tree strategies: ``"bo"``, ``"local"`` and ``"away"``).
+#: Add-Tree strategies: ``"bo"``, ``"local"``, ``"away"`` and ``"explore"``).
 CORE_KINDS = ("initial", "random", "user")
 
 
@@ -33,9 +33,12 @@ class Trial:
             (no model could be fitted), ``"user"`` (told without asking), or a
             strategy's own kind (the Add-Tree strategies: ``"bo"`` for the
             global model, ``"local"`` for a local step around the incumbent,
-            ``"away"`` for a proposal moved off a resolved basin).
+            ``"away"`` for a proposal moved off a resolved basin, ``"explore"``
+            for the proposal after a tie with the best score).
         proposal_seconds: Time spent proposing it.
         eval_seconds: Time the objective took.
+        sem: The standard error told with the value (runs with known noise), or
+            ``None``.
     """
 
     index: int
@@ -46,6 +49,7 @@ class Trial:
     kind: str = "bo"
     proposal_seconds: float = 0.0
     eval_seconds: float = 0.0
+    sem: float | None = None
 
 
 @dataclass
@@ -53,15 +57,23 @@ class OptimizationResult:
     """What [`minimize()`][treebo.loop.run.minimize] returns.
 
     Attributes:
-        best_params: The best configuration evaluated (``None`` if every
-            evaluation failed).
-        best_value: Its objective value.
+        best_params: The recommended configuration, one of those evaluated
+            (``None`` if every evaluation failed): for a deterministic objective the
+            best one, otherwise the one whose posterior mean is best (see
+            [`TreeOptimizer.result()`][treebo.loop.optimizer.TreeOptimizer.result]).
+        best_value: Its value: the observed one for a deterministic objective,
+            otherwise the model's prediction of its true value.
         history: Every [`Trial`][treebo.loop.history.Trial], failures included.
+        best_observed_value: The best value observed (``None`` if every evaluation
+            failed).
+        maximize: Whether the run maximized.
     """
 
     best_params: dict[str, Any] | None
     best_value: float | None
     history: list[Trial] = field(default_factory=list)
+    best_observed_value: float | None = None
+    maximize: bool = False
 
     @property
     def values(self) -> list[float | None]:

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 import warnings
@@ -38,6 +39,7 @@ import treebo.bktf  # noqa: F401
 import treebo.jenatton  # noqa: F401
 import treebo.tree_additive  # noqa: F401
 import treebo.treed  # noqa: F401
+from treebo.gp.noise import validate_noise, validate_sem
 from treebo.loop.candidates import (
     SAME_CONFIGURATION_TOL,
     encode_candidates,
@@ -47,8 +49,8 @@ from treebo.loop.checkpoint import Journal, run_identity
 from treebo.loop.design import default_initial_size, initial_design
 from treebo.loop.history import History, OptimizationResult, Trial
 from treebo.loop.log import get_logger
-from treebo.loop.outcomes import parse_outcome, standardize_scores
-from treebo.space import TreeSpace
+from treebo.loop.outcomes import parse_outcome, score_scale, standardize_scores
+from treebo.space import ConfigurationError, TreeSpace
 from treebo.space.parameters import as_real_number
 from treebo.strategies.base import Observations, Strategy, make_strategy
 
@@ -80,6 +82,17 @@ class TreeOptimizer:
         n_initial: Size of the initial design (default: number of paths + 1,
             between 5 and 20).
         seed: Seed of the initial design and the optimizers.
+        noise: What is known of the objective's noise
+            ([`treebo.gp.noise`][treebo.gp.noise]): ``"infer"`` (the default: the
+            model fits the noise variance under a prior, so noisy, tied and
+            step-shaped values are smoothed), ``"deterministic"`` (the same
+            configuration always gives the same value: the model interpolates and
+            local steps refine the incumbent to many digits), or a number, the noise
+            variance of every evaluation in the objective's units
+            (``tell(..., sem=s)`` gives one evaluation's standard error instead).
+            Except where deterministic,
+            [`result()`][treebo.loop.optimizer.TreeOptimizer.result] recommends the
+            evaluated configuration the model predicts best.
         checkpoint: A journal file (JSON lines) that every evaluation is appended to as
             soon as it is told; if it exists, the run resumes from it (it must have the
             same settings). One process at a time holds it (a lock beside it, released
@@ -114,12 +127,19 @@ class TreeOptimizer:
         maximize: bool = False,
         n_initial: int | None = None,
         seed: int | None = None,
+        noise: str | float = "infer",
         checkpoint: str | os.PathLike | None = None,
     ) -> None:
         if not isinstance(space, TreeSpace):
             raise TypeError(f"space must be a TreeSpace, got {type(space).__name__}.")
+        self.noise = validate_noise(noise)
         self.strategy = make_strategy(model)
         self.strategy.validate_space(space)
+        if not isinstance(self.noise, str) and not self.strategy.known_noise:
+            raise ConfigurationError(
+                f"noise: model={self.strategy.name!r} cannot take known noise "
+                "variances; use noise='infer' or an Add-Tree model."
+            )
         if n_initial is None:
             n_initial = default_initial_size(space)
         if (
@@ -158,6 +178,7 @@ class TreeOptimizer:
             seed,
             self.maximize,
             n_initial,
+            self.noise,
         )
         self._journal = None
         self._journaled_state: dict[str, Any] = {}
@@ -243,6 +264,7 @@ class TreeOptimizer:
         params: Mapping[str, Any],
         value: float | None | BaseException,
         eval_seconds: float = 0.0,
+        sem: float | None = None,
     ) -> Trial:
         """Record the outcome of evaluating ``params``.
 
@@ -254,7 +276,15 @@ class TreeOptimizer:
                 NaN, an infinity, a string, a bool, an exception) records a
                 failed trial with the reason in its ``error``.
             eval_seconds: How long the evaluation took.
+            sem: The standard error of ``value``, for a run with known noise
+                (``noise=<variance>``), in the objective's units; default: that
+                variance.
+
+        Raises:
+            ConfigurationError: If ``sem`` is not a number ``>= 0``, or the run's
+                noise is not known.
         """
+        sem = validate_sem(sem, self.noise)
         # The common case, the dict that ask() returned, is journaled first:
         # a kill right after the evaluation must find it on disk.
         pending = next((p for p in self._pending if p["params"] == params), None)
@@ -276,6 +306,7 @@ class TreeOptimizer:
             kind=pending["kind"] if pending else "user",
             proposal_seconds=pending["seconds"] if pending else 0.0,
             eval_seconds=_seconds(eval_seconds),
+            sem=sem,
         )
         if self._journal is not None:
             self._journal.append_trial(self.space, trial)
@@ -367,7 +398,15 @@ class TreeOptimizer:
         return self.history.best(self.maximize)
 
     def result(self) -> OptimizationResult:
-        """The best configuration, its value and the history.
+        """The recommended configuration, its value and the history.
+
+        For a deterministic objective (``noise="deterministic"``) the recommendation
+        is the best trial and ``best_value`` its value. Otherwise it is the
+        evaluated configuration whose posterior mean is best (as BoTorch and Ax
+        recommend: the best observed value of a noisy objective is partly luck), and
+        ``best_value`` is that posterior mean, the model's estimate of its true
+        value; ``best_observed_value`` is the best value observed either way.
+        Strategies without a model to predict with recommend the best trial.
 
         Warns if trials were told and none succeeded (``best_params`` is then
         ``None``).
@@ -382,11 +421,48 @@ class TreeOptimizer:
                 RuntimeWarning,
                 stacklevel=2,
             )
+        recommended = None if best is None else self.recommend()
+        if recommended is None:
+            best_params = None if best is None else dict(best.params)
+            best_value = None if best is None else best.value
+        else:
+            index, best_value = recommended
+            best_params = dict(self.history[index].params)
         return OptimizationResult(
-            best_params=None if best is None else dict(best.params),
-            best_value=None if best is None else best.value,
+            best_params=best_params,
+            best_value=best_value,
             history=self.history.as_list(),
+            best_observed_value=None if best is None else best.value,
+            maximize=self.maximize,
         )
+
+    def recommend(self) -> tuple[int, float] | None:
+        """``(trial index, predicted value)`` of the evaluated configuration the
+        model predicts best, or ``None`` where the best observed trial is the
+        recommendation (a deterministic objective, no successful trial, a strategy
+        without a predictive model, or a model that fails to fit)."""
+        if self.noise == "deterministic" or self.best_trial is None:
+            return None
+        obs = self.observations()
+        try:
+            predicted = self.strategy.predict(obs)
+        except (ModelFittingError, RuntimeError) as err:
+            warnings.warn(
+                f"treebo: the model failed ({err}); recommending the best observed "
+                "configuration.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return None
+        if predicted is None:
+            return None
+        predicted = predicted.detach().cpu().to(torch.float64).reshape(-1)
+        predicted = predicted.masked_fill(obs.failed.cpu(), -torch.inf)
+        index = int(predicted.argmax())
+        values = self.history.values
+        scale = score_scale(values if self.maximize else -values)
+        score = scale.unstandardize(predicted[index])
+        return index, float(score if self.maximize else -score)
 
     # ----------------------------------------------------------- helpers
     def _seed_for(self, n: int) -> int:
@@ -443,7 +519,24 @@ class TreeOptimizer:
             X_pending=pending.to(self.device, self.dtype),
             seed=self._seed_for(len(self.history)),
             n_initial=self.n_initial,
+            noise=self.noise if isinstance(self.noise, str) else "known",
+            yvar=self._standardized_yvar(),
         )
+
+    def _standardized_yvar(self) -> Tensor | None:
+        """With known noise, ``n x 1`` variances on the scale of the standardized
+        scores (``sem**2`` where a trial has one, else ``noise``), else ``None``."""
+        if isinstance(self.noise, str):
+            return None
+        sems = torch.tensor(
+            [math.nan if t.sem is None else t.sem for t in self.history],
+            dtype=torch.float64,
+        )
+        variance = torch.where(sems.isnan(), self.noise, sems.square())
+        values = self.history.values
+        scale = score_scale(values if self.maximize else -values)
+        yvar = scale.standardize_variance(variance)
+        return yvar.unsqueeze(-1).to(self.device, self.dtype)
 
     @property
     def last_model(self) -> Any:

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -94,16 +95,64 @@ def raise_far_out(scores: Tensor) -> Tensor:
     return scores.clamp_min(q1 - FAR_OUT * spread)
 
 
+@dataclass(frozen=True)
+class ScoreScale:
+    r"""The affine map of
+    [`standardize_scores()`][treebo.loop.outcomes.standardize_scores]:
+    $z = (s / a - c) / d$, with $a$ the largest absolute successful score, $c$ the mean
+    and $d$ the standard deviation of the (fenced) $s / a$.
+
+    Attributes:
+        peak: $a$ (1 where every score is 0).
+        center: $c$.
+        spread: $d$ (1 where the scores do not spread).
+
+    Example:
+        >>> import torch
+        >>> scale = score_scale(torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64))
+        >>> float(scale.unstandardize(torch.tensor(1.0)))
+        3.0
+    """
+
+    peak: float
+    center: float
+    spread: float
+
+    def unstandardize(self, z: Tensor) -> Tensor:
+        """Scores of standardized scores ``z``."""
+        return (z * self.spread + self.center) * self.peak
+
+    def standardize_variance(self, variance: Tensor) -> Tensor:
+        """Variances of scores as variances of standardized scores."""
+        return (variance.sqrt() / self.peak / self.spread).square()
+
+
+def score_scale(scores: Tensor) -> ScoreScale:
+    """The [`ScoreScale`][treebo.loop.outcomes.ScoreScale] of ``scores`` (``n``, NaN
+    for failed evaluations)."""
+    good = scores[~scores.isnan()]
+    if not good.numel():
+        return ScoreScale(1.0, 0.0, 1.0)
+    good = raise_far_out(good)
+    peak = float(good.abs().max())
+    peak = peak if peak > 0 else 1.0
+    z = good / peak
+    center = float(z.mean())
+    spread = float(z.std()) if z.numel() > 1 else 0.0
+    return ScoreScale(peak, center, spread if spread > 0 else 1.0)
+
+
 def standardize_scores(scores: Tensor) -> Tensor:
     r"""Successful scores at zero mean and unit variance; failures at the worst.
 
     The successful scores first pass
     [`raise_far_out()`][treebo.loop.outcomes.raise_far_out]. With $s_i$ those scores,
     $a = \max_i |s_i|$ and $z_i = s_i / a$, returns $(z_i - \bar z) / \mathrm{sd}(z)$
-    (unbiased standard deviation), which equals $(s_i - \bar s) /
-    \mathrm{sd}(s)$ but neither overflows for values near the float64 limit nor
-    underflows for spreads near its resolution. A spread of zero, or a single success,
-    keeps the unit scale. Failed entries (NaN) get the lowest standardized score.
+    (unbiased standard deviation; [`score_scale()`][treebo.loop.outcomes.score_scale]),
+    which equals $(s_i - \bar s) / \mathrm{sd}(s)$ but neither overflows for values
+    near the float64 limit nor underflows for spreads near its resolution. A spread of
+    zero, or a single success, keeps the unit scale. Failed entries (NaN) get the
+    lowest standardized score.
 
     Args:
         scores: ``n`` scores, NaN for failed evaluations.
@@ -114,13 +163,8 @@ def standardize_scores(scores: Tensor) -> Tensor:
     ok = ~scores.isnan()
     if not bool(ok.any()):
         return torch.zeros_like(scores)
-    good = raise_far_out(scores[ok])
-    peak = good.abs().max()
-    z = good / peak if bool(peak > 0) else good
-    z = z - z.mean()
-    spread = z.std() if z.numel() > 1 else z.new_zeros(())
-    if bool(spread > 0):
-        z = z / spread
+    scale = score_scale(scores)
+    z = (raise_far_out(scores[ok]) / scale.peak - scale.center) / scale.spread
     out = torch.full_like(scores, math.nan)
     out[ok] = z
     return torch.where(ok, out, z.min())

@@ -65,6 +65,7 @@ def minimize(
     model: str | Any | Strategy = "add_tree",
     maximize: bool = False,
     n_initial: int | None = None,
+    noise: str | float = "infer",
     checkpoint: str | os.PathLike | None = None,
     n_workers: int = 1,
     executor: Executor | None = None,
@@ -97,6 +98,10 @@ def minimize(
         maximize: Maximize instead.
         n_initial: Size of the initial design (see
             [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]).
+        noise: ``"infer"`` (default), ``"deterministic"`` or the noise variance of
+            every evaluation (see
+            [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]); it decides what
+            the result recommends.
         checkpoint: Journal file (JSON lines) each evaluation is appended to
             as soon as it returns; resumed from if it exists (with the same
             settings). Evaluations still running when a run is killed are not
@@ -156,6 +161,7 @@ def minimize(
         maximize=maximize,
         n_initial=n_initial,
         seed=seed,
+        noise=noise,
         checkpoint=checkpoint,
     )
 

@@ -68,6 +68,11 @@ class Observations:
         seed: The seed of this proposal (derived from the run's seed and the
             number of trials, so a resumed run uses the same one).
         n_initial: The size of the initial design.
+        noise: What the run declared about the objective's noise
+            ([`validate_noise()`][treebo.gp.noise.validate_noise]): ``"infer"``,
+            ``"deterministic"`` or ``"known"``.
+        yvar: With known noise, ``n x 1`` noise variances of ``y`` (on its
+            standardized scale), else ``None``.
     """
 
     space: TreeSpace
@@ -78,6 +83,8 @@ class Observations:
     X_pending: Tensor
     seed: int
     n_initial: int
+    noise: str = "infer"
+    yvar: Tensor | None = None
 
     @property
     def incumbent(self) -> Tensor:
@@ -118,6 +125,9 @@ class Strategy(ABC):
 
     name: ClassVar[str]
     options_type: ClassVar[type]
+    #: Whether the strategy's models take known noise variances
+    #: (``Observations.yvar``); the loop refuses ``noise=<variance>`` otherwise.
+    known_noise: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -192,6 +202,20 @@ class Strategy(ABC):
         """
         index, _ = optimize_acqf_pool(self.acquisition(observations), candidates)
         return Proposal(candidates[index], "bo")
+
+    def predict(self, observations: Observations) -> Tensor | None:
+        """The model's posterior mean of the scores at ``observations.X``.
+
+        The loop recommends the evaluated configuration of highest predicted score
+        where the objective is noisy (the best observed value is then partly luck);
+        ``None`` (the default: the strategy has no such model) recommends the best
+        observed one.
+
+        Returns:
+            ``n`` predicted scores on the scale of ``observations.y``, or ``None``.
+        """
+        del observations
+        return None
 
     def options_dict(self) -> dict[str, Any]:
         """The options as plain data (written into checkpoints)."""

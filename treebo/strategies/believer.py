@@ -62,7 +62,12 @@ def believe_pending(
         mean = model.posterior(X_pending.to(X)).mean
     X_aug = torch.cat([X, X_pending.to(X)])
     y_aug = torch.cat([y, mean.reshape(-1, 1)])
-    floor = model.likelihood.noise_covar.raw_noise_constraint.lower_bound
+    constraint = getattr(model.likelihood.noise_covar, "raw_noise_constraint", None)
+    # A fixed-noise likelihood (known variances) has no constraint: its smallest one.
+    if constraint is None:
+        floor = model.likelihood.noise.min()
+    else:
+        floor = constraint.lower_bound
     believer = rebuild(X_aug, y_aug, float(floor))
     believer.load_state_dict(raw_hyperparameters(model), strict=False)
     return believer.eval(), X_aug, y_aug

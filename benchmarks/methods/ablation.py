@@ -1,0 +1,119 @@
+"""The default loop taken apart: the variants of the loop's ablation.
+
+``plain`` is the plainest BoTorch loop around the Add-Tree GP: Definition 4's kernel
+(nothing shared, no offsets), the noise inferred under BoTorch's default prior
+(log-normal, median ``e^-4``, floor ``1e-4``: the run's ``noise="infer"``), a fresh fit
+at every proposal, LogEI, no local steps and no alternative kernels. Each other variant
+adds one part of the pre-noise default loop back (``plain+PART``) or removes one from it
+(``treebo-PART``):
+
+==============  ===============================================================
+``kernel``      the loop's kernel (shared by depth, vertex offsets, shared
+                components)
+``floor``       the objective taken as deterministic: noise floor 1e-6, its
+                prior's median at ``e^2 * 1e-6``, local steps wherever due
+``warm``        each fit warm-started from the last one
+``alt``         the interaction-term kernel as a leave-one-out alternative
+``local``       local steps around the incumbent
+==============  ===============================================================
+
+``treebo_no_ties`` is the default loop without the exploring step after a tie
+(:mod:`treebo.strategies.ties`); no other variant has it. ``treebo_all_parts`` and
+``treebo_deterministic`` are the default loop as it was before noise was inferred (the
+run's ``noise`` taken as ``"deterministic"``).
+
+Registered as presets of :mod:`benchmarks.methods.treebo` on import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from treebo.add_tree import AddTreeOptions, AddTreeStrategy
+from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.add_tree.model import AddTreeGP
+from treebo.add_tree.options import LocalStepOptions
+from treebo.strategies.base import Observations, Proposal
+from treebo.strategies.fitting import WarmStartFit
+
+from .treebo import PRESETS, register_preset
+
+PARTS = ("kernel", "floor", "warm", "alt", "local")
+
+
+class DeclaredNoise(AddTreeStrategy):
+    """An Add-Tree strategy that models every run as declared ``noise``, without the
+    exploring step after a tie (the loop before both).
+
+    Args:
+        options: As for :class:`~treebo.add_tree.AddTreeStrategy`.
+        noise: ``"infer"`` or ``"deterministic"``.
+    """
+
+    name = "add_tree_declared_noise"
+
+    def __init__(self, options: Any = None, noise: str = "deterministic") -> None:
+        super().__init__(options)
+        self.declared = noise
+
+    def propose(self, observations: Observations) -> Proposal:
+        return super().propose(replace(observations, noise=self.declared))
+
+    def fit(self, observations: Observations) -> AddTreeGP:
+        return super().fit(replace(observations, noise=self.declared))
+
+    def after_tie(self, observations: Observations) -> bool:
+        return False  # as before the tie rule
+
+
+class AblatedAddTree(DeclaredNoise):
+    """The Add-Tree strategy with the parts in ``parts`` (the rest as ``plain``).
+
+    Args:
+        parts: A subset of :data:`PARTS`.
+    """
+
+    name = "add_tree_ablated"
+
+    def __init__(self, parts: frozenset[str]) -> None:
+        unknown = set(parts) - set(PARTS)
+        if unknown:
+            raise ValueError(f"unknown parts {sorted(unknown)}; known: {PARTS}.")
+        self.parts = frozenset(parts)
+        kernel = LOOP_KERNEL_OPTIONS if "kernel" in parts else AddTreeKernelOptions()
+        options = AddTreeOptions(
+            kernel=kernel,
+            alternative_kernels=None if "alt" in parts else (),
+            local=LocalStepOptions() if "local" in parts else None,
+        )
+        super().__init__(options, "deterministic" if "floor" in parts else "infer")
+
+    def make_fitter(self) -> WarmStartFit:
+        return WarmStartFit(warm_start="warm" in self.parts)
+
+
+class NoTies(AddTreeStrategy):
+    """The default Add-Tree strategy without the exploring step after a tie."""
+
+    name = "add_tree_no_ties"
+
+    def after_tie(self, observations: Observations) -> bool:
+        return False
+
+
+def _register() -> None:
+    variants = {"plain": frozenset()}
+    for part in PARTS:
+        variants[f"plain+{part}"] = frozenset({part})
+        variants[f"treebo-{part}"] = frozenset(PARTS) - {part}
+    variants["treebo_all_parts"] = frozenset(PARTS)
+    for name, parts in variants.items():
+        if name not in PRESETS:
+            register_preset(name, lambda parts=parts: AblatedAddTree(parts))
+    if "treebo_deterministic" not in PRESETS:
+        register_preset("treebo_deterministic", DeclaredNoise)
+        register_preset("treebo_no_ties", NoTies)
+
+
+_register()

@@ -1,0 +1,129 @@
+"""The run's noise declaration: validation, the fitted noise, known noise, and the
+recommended configuration."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from treebo import TreeOptimizer, minimize
+from treebo.gp.noise import INFERRED_NOISE_FLOOR, validate_noise
+from treebo.space import ConfigurationError
+from treebo.test_functions import Jenatton
+
+
+def told(noise="infer", n=40, sd=0.0, seed=0, **kwargs) -> TreeOptimizer:
+    """An optimizer told ``n`` random Jenatton configurations (plus noise ``sd``)."""
+    problem = Jenatton()
+    opt = TreeOptimizer(problem.space, seed=seed, noise=noise, **kwargs)
+    rng = np.random.default_rng(seed)
+    X = problem.space.sample(n, seed=seed)
+    for params in problem.space.to_dicts(X):
+        opt.tell(params, problem.objective(params) + sd * rng.standard_normal())
+    return opt
+
+
+@pytest.mark.parametrize(
+    "noise", ["infer", "deterministic", 0.5, 0, np.float64(0.1), 3, 1e-12]
+)
+def test_valid_declarations(noise):
+    value = validate_noise(noise)
+    assert value in ("infer", "deterministic") or value == float(noise)
+
+
+@pytest.mark.parametrize(
+    "noise", ["noisy", -0.1, math.nan, math.inf, True, None, [0.1], "0.1"]
+)
+def test_bad_declarations_are_refused_by_name_before_any_evaluation(noise):
+    with pytest.raises(ConfigurationError, match="noise"):
+        TreeOptimizer(Jenatton().space, noise=noise)
+    calls = []
+    with pytest.raises(ConfigurationError, match="noise"):
+        minimize(lambda p: calls.append(p) or 0.0, Jenatton().space, 5, noise=noise)
+    assert calls == []
+
+
+def test_known_noise_is_refused_by_a_model_that_cannot_take_it():
+    with pytest.raises(ConfigurationError, match="noise: model='jenatton_tree'"):
+        TreeOptimizer(Jenatton().space, model="jenatton_tree", noise=0.1)
+
+
+def test_a_standard_error_needs_known_noise_and_a_real_value():
+    opt = TreeOptimizer(Jenatton().space, seed=0)
+    params = opt.ask()
+    with pytest.raises(ConfigurationError, match="sem: .* noise='infer'"):
+        opt.tell(params, 1.0, sem=0.1)
+    known = TreeOptimizer(Jenatton().space, seed=0, noise=0.01)
+    for bad in (-1.0, math.nan, "0.1"):
+        with pytest.raises(ConfigurationError, match="sem"):
+            known.tell(params, 1.0, sem=bad)
+    assert len(known.history) == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_fitted_noise_of_a_smooth_deterministic_function_ends_near_its_floor(
+    seed,
+):
+    opt = told(seed=seed)
+    model = opt.strategy.fit(opt.observations())
+    assert float(model.likelihood.noise) <= 10 * INFERRED_NOISE_FLOOR
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_fitted_noise_of_a_noisy_function_is_within_3x_of_the_truth(seed):
+    sd = 0.1
+    opt = told(n=60, sd=sd, seed=seed)
+    obs = opt.observations()
+    model = opt.strategy.fit(obs)
+    # The truth on the standardized scale: sd^2 over the scores' variance.
+    truth = sd**2 / float(opt.history.values.var())
+    fitted = float(model.likelihood.noise)
+    assert truth / 3 <= fitted <= 3 * truth, (fitted, truth)
+
+
+def test_known_noise_reaches_the_model_as_train_yvar():
+    opt = told(noise=0.04, n=12)
+    params = opt.history[0].params
+    opt.tell(params | {}, 0.3, sem=0.5)  # one evaluation with its own error
+    obs = opt.observations()
+    model = opt.strategy.fit(obs)
+    scale = float(opt.history.values.std())
+    expected = torch.full((13,), 0.04 / scale**2, dtype=torch.float64)
+    expected[-1] = 0.25 / scale**2
+    torch.testing.assert_close(obs.yvar.squeeze(-1), expected)
+    # AddTreeGP standardizes again: the likelihood holds Yvar / std(y)^2.
+    noise = model.likelihood.noise.squeeze()
+    ratio = noise / expected
+    torch.testing.assert_close(ratio, ratio[:1].expand_as(ratio))
+
+
+def test_the_recommendation_under_noise_is_the_best_posterior_mean():
+    opt = told(n=30, sd=0.3, seed=3)
+    result = opt.result()
+    obs = opt.observations()
+    mean = opt.strategy.predict(obs)
+    assert mean is not None
+    index = int(mean.argmax())  # scores are maximized; the run minimizes
+    assert result.best_params == opt.history[index].params
+    # best_value is that prediction in the objective's units.
+    values = -opt.history.values
+    z = (values - values.mean()) / values.std()
+    slope = float(values.std())
+    predicted = -(float(mean[index]) * slope + float(values.mean()))
+    assert result.best_value == pytest.approx(predicted, rel=1e-9)
+    assert torch.allclose(z.unsqueeze(-1), obs.y)
+    assert result.best_observed_value == float(opt.history.values.min())
+    # The prediction does not touch the run: the next proposal is unchanged.
+    again = told(n=30, sd=0.3, seed=3)
+    assert opt.ask() == again.ask()
+
+
+def test_a_deterministic_run_recommends_its_best_observation():
+    opt = told(noise="deterministic", n=12)
+    result = opt.result()
+    best = int(opt.history.values.argmin())
+    assert result.best_params == opt.history[best].params
+    assert result.best_value == result.best_observed_value == opt.history[best].value

@@ -1,0 +1,125 @@
+r"""What the user declares about an objective's noise, and the likelihood it implies.
+
+``TreeOptimizer(..., noise=...)`` and ``minimize(..., noise=...)`` take one of:
+
+- ``"infer"`` (the default): the noise variance is a hyper-parameter fitted with the
+  model, under the log-normal prior of BoTorch's default likelihood (Hvarfner et al.,
+  2024): $\log \sigma^2 \sim \mathcal N(-4, 1)$ on the standardized outcomes (median
+  $e^{-4} \approx 0.018$, 95 % of its mass in $[0.0026, 0.13]$) and bounded below by
+  [`INFERRED_NOISE_FLOOR`][treebo.gp.noise.INFERRED_NOISE_FLOOR] $= 10^{-4}$. The data
+  move the noise freely between the floor and the outcomes' variance: a smooth
+  deterministic objective ends near the floor, a noisy one near its noise, and a
+  step-shaped or tied surface is smoothed instead of interpolated.
+- ``"deterministic"``: the objective returns the same value for the same
+  configuration; the noise is bounded below by a floor of $10^{-6}$ only (what a
+  strategy's own ``noise_floor`` says), so the model interpolates.
+- A number $v \ge 0$: the noise variance of every evaluation, in the objective's units
+  (``0`` means deterministic). ``tell(params, value, sem=s)`` overrides it for one
+  evaluation with $s^2$, as Ax's standard error of the mean.
+
+Example:
+    >>> validate_noise("infer"), validate_noise(0.25), validate_noise(0)
+    ('infer', 0.25, 'deterministic')
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from gpytorch.constraints import GreaterThan
+from gpytorch.likelihoods import GaussianLikelihood
+from gpytorch.priors import LogNormalPrior
+
+from treebo.space import ConfigurationError
+from treebo.space.parameters import as_real_number
+
+NOISE_MODES = ("infer", "deterministic")
+
+#: Lower bound of an inferred noise variance on standardized outcomes (BoTorch's).
+INFERRED_NOISE_FLOOR = 1e-4
+
+#: Location and scale of the log-normal prior of an inferred noise variance.
+INFERRED_NOISE_PRIOR = (-4.0, 1.0)
+
+Noise = str | float
+
+
+def validate_noise(noise: Any, name: str = "noise") -> Noise:
+    """``noise`` as ``"infer"``, ``"deterministic"`` or a positive variance.
+
+    Raises:
+        ConfigurationError: Naming ``name``, for anything else (a negative or
+            non-finite number, another string, a bool).
+    """
+    if isinstance(noise, str):
+        if noise not in NOISE_MODES:
+            raise ConfigurationError(
+                f"{name} must be one of {NOISE_MODES} or a noise variance >= 0, "
+                f"got {noise!r}."
+            )
+        return noise
+    try:
+        variance = as_real_number(noise)
+    except TypeError as err:
+        raise ConfigurationError(
+            f"{name} must be one of {NOISE_MODES} or a noise variance >= 0, got {err}."
+        ) from None
+    if not (math.isfinite(variance) and variance >= 0):
+        raise ConfigurationError(
+            f"{name} must be a finite noise variance >= 0, got {variance!r}."
+        )
+    return "deterministic" if variance == 0 else variance
+
+
+def validate_sem(sem: Any, noise: Noise) -> float | None:
+    """One evaluation's standard error, checked against the run's ``noise``.
+
+    Raises:
+        ConfigurationError: Naming ``sem``, if it is not a finite number ``>= 0``, or
+            if the run infers its noise or declared it deterministic.
+    """
+    if sem is None:
+        return None
+    if isinstance(noise, str):
+        raise ConfigurationError(
+            f"sem: a standard error per evaluation needs a run with known noise "
+            f"(noise=<variance>), this run has noise={noise!r}."
+        )
+    try:
+        value = as_real_number(sem)
+    except TypeError as err:
+        raise ConfigurationError(f"sem must be a number >= 0, got {err}.") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise ConfigurationError(f"sem must be a finite number >= 0, got {value!r}.")
+    return value
+
+
+def inferred_noise_likelihood(
+    noise_floor: float = INFERRED_NOISE_FLOOR, batch_shape: torch.Size | None = None
+) -> GaussianLikelihood:
+    """A Gaussian likelihood whose noise is inferred (the ``"infer"`` mode above).
+
+    Args:
+        noise_floor: Lower bound on the noise variance of the standardized outcomes.
+        batch_shape: Batch shape of the likelihood (default: none).
+
+    Example:
+        >>> likelihood = inferred_noise_likelihood()
+        >>> round(float(likelihood.noise), 4)  # starts at the prior's mode
+        0.0067
+    """
+    if not noise_floor > 0:
+        raise ValueError(f"noise_floor must be > 0, got {noise_floor}.")
+    loc, scale = INFERRED_NOISE_PRIOR
+    prior = LogNormalPrior(loc=loc, scale=scale)
+    return GaussianLikelihood(
+        noise_prior=prior,
+        noise_constraint=GreaterThan(
+            noise_floor,
+            transform=None,
+            initial_value=max(float(prior.mode), 2 * noise_floor),
+        ),
+        batch_shape=torch.Size() if batch_shape is None else batch_shape,
+    )
