@@ -96,7 +96,7 @@ class AddTreeOptions:
             resolves the setting.
         noise_floor: Lower bound on the noise variance of the standardized
             outcomes; ``None``: the run's ``noise`` decides (``1e-4`` where noise is
-            inferred, [`INFERRED_NOISE_FLOOR`][treebo.gp.noise.INFERRED_NOISE_FLOOR];
+            inferred, `INFERRED_NOISE_FLOOR`;
             ``1e-6`` for a deterministic objective, `DETERMINISTIC_NOISE_FLOOR`).
         num_restarts: Optimizer starts per path.
         raw_samples: Random points scored to choose the starts.

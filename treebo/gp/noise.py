@@ -6,7 +6,7 @@ r"""What the user declares about an objective's noise, and the likelihood it imp
   model, under the log-normal prior of BoTorch's default likelihood (Hvarfner et al.,
   2024): $\log \sigma^2 \sim \mathcal N(-4, 1)$ on the standardized outcomes (median
   $e^{-4} \approx 0.018$, 95 % of its mass in $[0.0026, 0.13]$) and bounded below by
-  [`INFERRED_NOISE_FLOOR`][treebo.gp.noise.INFERRED_NOISE_FLOOR] $= 10^{-4}$. The data
+  `INFERRED_NOISE_FLOOR` $= 10^{-4}$. The data
   move the noise freely between the floor and the outcomes' variance: a smooth
   deterministic objective ends near the floor, a noisy one near its noise, and a
   step-shaped or tied surface is smoothed instead of interpolated.
@@ -107,7 +107,7 @@ def inferred_noise_likelihood(
 
     Example:
         >>> likelihood = inferred_noise_likelihood()
-        >>> round(float(likelihood.noise), 4)  # starts at the prior's mode
+        >>> round(float(likelihood.noise.detach()), 4)  # starts at the prior's mode
         0.0067
     """
     if not noise_floor > 0:
