@@ -46,6 +46,10 @@ class Noisy:
         self.noise_sd = NOISE_SHARE * (max(values) - min(values))
         self.noise_variance = self.noise_sd**2
         self.rng = np.random.default_rng(0)
+        # The root choice's label at the best of the random points (a wrong-branch
+        # count needs one; 64 points place it roughly).
+        configs = self.space.to_dicts(X)
+        self.best_branch = configs[int(np.argmin(values))][root_choice]
 
     def reseed(self, seed: int) -> None:
         """Seed the noise of one run."""

@@ -282,18 +282,21 @@ class AddTreeStrategy(Strategy):
             return Proposal(cand, "explore")
         local = self.local
         if local is not None and local.is_due(failures):
+            # The global model decides whether local steps apply where the noise
+            # is inferred, and is the local model's mean unless that is constant.
             if model is None and (
                 local.options.mean != "constant" or self.noise == "infer"
             ):
                 model = self.fit(obs)
-            if not self.resolves_locally(model):
-                local = None
-        if local is not None and local.is_due(failures):
-            t1 = time.perf_counter()
-            step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
-            if step is not None:
-                self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
-                return Proposal(step[0], "local")
+            if self.resolves_locally(model):
+                t1 = time.perf_counter()
+                step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
+                if step is not None:
+                    self.timings = {
+                        "fit": t1 - t0,
+                        "optimize": time.perf_counter() - t1,
+                    }
+                    return Proposal(step[0], "local")
         if model is None:
             model = self.fit(obs)
         if local is not None and not self.resolves_locally(model):

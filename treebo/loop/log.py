@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 LOGGER_NAME = "treebo"
 
@@ -35,6 +36,26 @@ def _configure() -> None:
         _logger.addHandler(_default_handler)
     _logger.setLevel(logging.INFO)
     _logger.propagate = False
+
+
+def log_trial(trial: Any, best: Any) -> None:
+    """One INFO line for a finished [`Trial`][treebo.loop.history.Trial], with the
+    best successful trial so far (``None`` if there is none)."""
+    if not _logger.isEnabledFor(logging.INFO):
+        return
+    if trial.value is None:
+        outcome = f"failed ({trial.error})"
+    else:
+        outcome = f"finished with value {trial.value:.6g}"
+    best_s = "none yet" if best is None else f"{best.value:.6g} (trial {best.index})"
+    _logger.info(
+        "Trial %d %s, proposed by %s, parameters %s. Best: %s.",
+        trial.index,
+        outcome,
+        trial.kind,
+        trial.params,
+        best_s,
+    )
 
 
 def get_logger() -> logging.Logger:

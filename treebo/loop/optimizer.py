@@ -20,8 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import logging
-import math
 import os
 import time
 import warnings
@@ -48,13 +46,12 @@ from treebo.loop.candidates import (
 from treebo.loop.checkpoint import Journal, run_identity
 from treebo.loop.design import default_initial_size, initial_design
 from treebo.loop.history import History, OptimizationResult, Trial
-from treebo.loop.log import get_logger
-from treebo.loop.outcomes import parse_outcome, score_scale, standardize_scores
+from treebo.loop.log import log_trial
+from treebo.loop.outcomes import parse_outcome, standardize_scores, standardized_noise
+from treebo.loop.recommendation import recommend
 from treebo.space import ConfigurationError, TreeSpace
 from treebo.space.parameters import as_real_number
 from treebo.strategies.base import Observations, Strategy, make_strategy
-
-_LOG = get_logger()
 
 #: A told configuration matches a pending one if its encoding differs by at
 #: most this fraction of each column's range (round-off in user code, e.g. a
@@ -313,30 +310,8 @@ class TreeOptimizer:
         self.history.append(trial, x)
         if error is not None:
             self._warn_if_nothing_succeeded()
-        self._log(trial)
+        log_trial(trial, self.best_trial)
         return trial
-
-    def _log(self, trial: Trial) -> None:
-        """One INFO line for a finished trial (see
-        [`treebo.loop.log`][treebo.loop.log])."""
-        if not _LOG.isEnabledFor(logging.INFO):
-            return
-        if trial.value is None:
-            outcome = f"failed ({trial.error})"
-        else:
-            outcome = f"finished with value {trial.value:.6g}"
-        best = self.best_trial
-        best_s = (
-            "none yet" if best is None else f"{best.value:.6g} (trial {best.index})"
-        )
-        _LOG.info(
-            "Trial %d %s, proposed by %s, parameters %s. Best: %s.",
-            trial.index,
-            outcome,
-            trial.kind,
-            trial.params,
-            best_s,
-        )
 
     def _journal_state(self) -> None:
         """Append the strategy's state to the journal if it changed."""
@@ -400,8 +375,9 @@ class TreeOptimizer:
     def result(self) -> OptimizationResult:
         """The recommended configuration, its value and the history.
 
-        For a deterministic objective (``noise="deterministic"``) the recommendation
-        is the best trial and ``best_value`` its value. Otherwise it is the
+        For a deterministic objective (declared with ``noise="deterministic"``, or
+        inferred: the fitted noise at its floor) the recommendation is the best trial
+        and ``best_value`` its value. Otherwise it is the
         evaluated configuration whose posterior mean is best (as BoTorch and Ax
         recommend: the best observed value of a noisy objective is partly luck), and
         ``best_value`` is that posterior mean, the model's estimate of its true
@@ -421,13 +397,17 @@ class TreeOptimizer:
                 RuntimeWarning,
                 stacklevel=2,
             )
-        recommended = None if best is None else self.recommend()
+        recommended = None
+        if best is not None and self.noise != "deterministic":
+            scores = self.history.values if self.maximize else -self.history.values
+            recommended = recommend(self.strategy, self.observations(), scores)
         if recommended is None:
             best_params = None if best is None else dict(best.params)
             best_value = None if best is None else best.value
         else:
-            index, best_value = recommended
+            index, score = recommended
             best_params = dict(self.history[index].params)
+            best_value = score if self.maximize else -score
         return OptimizationResult(
             best_params=best_params,
             best_value=best_value,
@@ -435,34 +415,6 @@ class TreeOptimizer:
             best_observed_value=None if best is None else best.value,
             maximize=self.maximize,
         )
-
-    def recommend(self) -> tuple[int, float] | None:
-        """``(trial index, predicted value)`` of the evaluated configuration the
-        model predicts best, or ``None`` where the best observed trial is the
-        recommendation (a deterministic objective, no successful trial, a strategy
-        without a predictive model, or a model that fails to fit)."""
-        if self.noise == "deterministic" or self.best_trial is None:
-            return None
-        obs = self.observations()
-        try:
-            predicted = self.strategy.predict(obs)
-        except (ModelFittingError, RuntimeError) as err:
-            warnings.warn(
-                f"treebo: the model failed ({err}); recommending the best observed "
-                "configuration.",
-                RuntimeWarning,
-                stacklevel=3,
-            )
-            return None
-        if predicted is None:
-            return None
-        predicted = predicted.detach().cpu().to(torch.float64).reshape(-1)
-        predicted = predicted.masked_fill(obs.failed.cpu(), -torch.inf)
-        index = int(predicted.argmax())
-        values = self.history.values
-        scale = score_scale(values if self.maximize else -values)
-        score = scale.unstandardize(predicted[index])
-        return index, float(score if self.maximize else -score)
 
     # ----------------------------------------------------------- helpers
     def _seed_for(self, n: int) -> int:
@@ -520,23 +472,14 @@ class TreeOptimizer:
             seed=self._seed_for(len(self.history)),
             n_initial=self.n_initial,
             noise=self.noise if isinstance(self.noise, str) else "known",
-            yvar=self._standardized_yvar(),
+            yvar=None
+            if isinstance(self.noise, str)
+            else standardized_noise(
+                self.history.values if self.maximize else -self.history.values,
+                self.noise,
+                [t.sem for t in self.history],
+            ).to(self.device, self.dtype),
         )
-
-    def _standardized_yvar(self) -> Tensor | None:
-        """With known noise, ``n x 1`` variances on the scale of the standardized
-        scores (``sem**2`` where a trial has one, else ``noise``), else ``None``."""
-        if isinstance(self.noise, str):
-            return None
-        sems = torch.tensor(
-            [math.nan if t.sem is None else t.sem for t in self.history],
-            dtype=torch.float64,
-        )
-        variance = torch.where(sems.isnan(), self.noise, sems.square())
-        values = self.history.values
-        scale = score_scale(values if self.maximize else -values)
-        yvar = scale.standardize_variance(variance)
-        return yvar.unsqueeze(-1).to(self.device, self.dtype)
 
     @property
     def last_model(self) -> Any:

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,3 +169,24 @@ def standardize_scores(scores: Tensor) -> Tensor:
     out = torch.full_like(scores, math.nan)
     out[ok] = z
     return torch.where(ok, out, z.min())
+
+
+def standardized_noise(
+    scores: Tensor, noise: float, sems: Sequence[float | None]
+) -> Tensor:
+    r"""Known noise variances on the scale of
+    [`standardize_scores()`][treebo.loop.outcomes.standardize_scores]\ ``(scores)``.
+
+    Args:
+        scores: ``n`` scores (NaN for failed trials).
+        noise: The run's noise variance, for trials without a standard error.
+        sems: ``n`` standard errors told with the values, ``None`` where none was.
+
+    Returns:
+        ``n x 1`` variances (``sem**2`` or ``noise``, standardized).
+    """
+    told = torch.tensor(
+        [math.nan if s is None else s for s in sems], dtype=torch.float64
+    )
+    variance = torch.where(told.isnan(), noise, told.square())
+    return score_scale(scores).standardize_variance(variance).unsqueeze(-1)
