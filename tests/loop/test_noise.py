@@ -104,12 +104,29 @@ def test_known_noise_reaches_the_model_as_train_yvar():
     torch.testing.assert_close(ratio, ratio[:1].expand_as(ratio))
 
 
+def dense_posterior_mean(model) -> torch.Tensor:
+    """The posterior mean at the training inputs, from the kernel matrices:
+    ``m + K (K + N)^-1 (t - m)``, back on the outcomes' scale."""
+    with torch.no_grad():
+        X, t = model.train_inputs[0], model.train_targets
+        K = model.covar_module(X).to_dense()
+        m = model.mean_module(X)
+        N = torch.diag_embed(model.likelihood.noise.expand_as(t))
+        f = m + K @ torch.linalg.solve(K + N, t - m)
+        return model.outcome_transform.untransform(f.unsqueeze(-1))[0].squeeze(-1)
+
+
 def test_the_recommendation_under_noise_is_the_best_posterior_mean():
+    import copy
+
     opt = told(n=30, sd=0.3, seed=3)
     result = opt.result()
     obs = opt.observations()
     mean = opt.strategy.predict(obs)
     assert mean is not None
+    # A dense reference: the same fit, its posterior mean from the kernel matrices.
+    model = copy.deepcopy(opt.strategy).fit(obs)
+    torch.testing.assert_close(dense_posterior_mean(model), mean)
     index = int(mean.argmax())  # scores are maximized; the run minimizes
     assert result.best_params == opt.history[index].params
     # best_value is that prediction in the objective's units.
