@@ -105,3 +105,68 @@ def test_the_console_script_finds_a_module_in_the_current_folder(workdir):
     )
     assert done.returncode == 0, done.stderr
     assert "best value" in done.stdout and "best parameters" in done.stdout
+
+
+def test_version_and_help_answer_without_importing_torch():
+    code = (
+        "import sys\n"
+        "from treebo.cli import main\n"
+        "try:\n"
+        "    main(['--version'])\n"
+        "except SystemExit as stop:\n"
+        "    assert stop.code == 0\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("treebo ")
+    helped = command("run", "--help")
+    for option in ("--budget", "--seed", "--model", "--noise", "--checkpoint"):
+        assert option in helped.stdout
+    assert "add_tree_ucb" in helped.stdout
+
+
+def test_the_model_names_in_the_help_are_the_registered_strategies():
+    import treebo.loop  # noqa: F401  (registers the families)
+    from treebo.cli import MODEL_NAMES
+    from treebo.strategies.base import STRATEGIES
+
+    assert sorted(MODEL_NAMES) == sorted(STRATEGIES)
+
+
+def test_user_mistakes_are_one_line_with_exit_status_2(workdir, capsys):
+    bad = "params:\n  - {name: a, type: real, low: 0, high: 1, log: ture}\n"
+    (workdir / "bad.yaml").write_text(bad)
+    args = ["--budget", "2", "--no-progress"]
+    assert main(["run", "cli_objective:f", "--space", "bad.yaml", *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.yaml: parameter 'a': log" in err
+    assert main(["summary", "nothing.jsonl", "--space", "space.yaml"]) == 2
+    assert "checkpoint nothing.jsonl not found" in capsys.readouterr().err
+
+
+@pytest.mark.filterwarnings("ignore:treebo. none of the 2 evaluations")
+def test_a_run_whose_evaluations_all_fail_exits_1(workdir, capsys):
+    (workdir / "failing.py").write_text("def f(params):\n    raise OSError('disk')\n")
+    args = ["run", "failing:f", "--space", "space.yaml", "--budget", "2"]
+    assert main([*args, "--no-progress"]) == 1
+    assert "all 2 evaluations failed" in capsys.readouterr().err
+
+
+def test_ctrl_c_keeps_the_checkpoint_and_says_how_to_resume(workdir, capsys):
+    (workdir / "interrupted.py").write_text(
+        "n = [0]\n"
+        "def f(params):\n"
+        "    n[0] += 1\n"
+        "    if n[0] == 3:\n"
+        "        raise KeyboardInterrupt\n"
+        "    return params['x'] ** 2\n"
+    )
+    args = ["run", "interrupted:f", "--space", "space.yaml", "--budget", "5"]
+    args += ["--checkpoint", "run.jsonl", "--no-progress", "--seed", "0"]
+    assert main(args) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "treebo: interrupted; 2 evaluations are kept in run.jsonl; "
+        "the same command resumes."
+    )

@@ -111,3 +111,16 @@ def test_the_tree_shows_each_vertex_with_its_share_and_best():
     assert texts[1] == "x1=0\nr8\n3 evals (75%)\nbest 0.5"
     assert texts[4] == "x2=1\nx5\n0 evals (0%)"
     assert len(ax.get_lines()) == SPACE.tree.num_vertices - 1  # one per edge
+
+
+def test_a_maximized_run_is_drawn_in_its_own_direction():
+    result = run([1.0, 3.0, 2.0])
+    result.maximize = True
+    np.testing.assert_array_equal(best_so_far_curves(result)[0], [1.0, 3.0, 3.0])
+    np.testing.assert_array_equal(
+        best_so_far_curves(result, maximize=False)[0], [1.0, 1.0, 1.0]
+    )
+    ax = plot_paths(result, SPACE).axes[0]
+    assert [t.get_text() for t in ax.texts] == ["best 3"]
+    with pytest.raises(ValueError, match="maximize"):
+        best_so_far_curves([result, run([1.0])])

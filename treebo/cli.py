@@ -14,6 +14,11 @@ active parameters and returns a float; the space is a JSON/YAML file
 ([`treebo.space.spec`][treebo.space.spec]) or a ``module:attribute`` path.
 ``python -m treebo`` is the same command.
 
+Exit status: 0 when done; 1 when every evaluation failed; 2 for a mistake in the
+command (one line on stderr naming the file, key or setting); 130 when stopped
+with Ctrl-C (the checkpoint keeps every finished evaluation: the same command
+resumes). PyTorch is imported only by the commands that need it.
+
 Example:
     >>> args = parser().parse_args(["summary", "run.jsonl", "--space", "s.yaml"])
     >>> args.command, args.checkpoint
@@ -27,31 +32,55 @@ import os
 import sys
 from collections import Counter
 
-from treebo.loop.checkpoint import checkpoint_header, read_checkpoint
-from treebo.loop.run import minimize
-from treebo.plot import path_label
-from treebo.space.spec import load_object, load_space
+from treebo import __version__
+
+#: The registered strategy names (``treebo.strategies.base.STRATEGIES``), listed
+#: here so that ``--help`` does not import PyTorch; a test keeps them equal.
+MODEL_NAMES = (
+    "add_tree",
+    "add_tree_ucb",
+    "bktf",
+    "independent",
+    "jenatton_tree",
+    "jenatton_tree_nonlinear",
+    "tree_additive",
+    "treed",
+)
 
 
 def _run(args: argparse.Namespace) -> int:
+    from treebo.loop.run import minimize
+    from treebo.space.spec import load_object, load_space
+
     space = load_space(args.space)
     objective = load_object(args.objective)
     if not callable(objective):
         print(f"treebo: {args.objective!r} is not callable.", file=sys.stderr)
         return 2
-    result = minimize(
-        objective,
-        space,
-        budget=args.budget,
-        seed=args.seed,
-        model=args.model,
-        maximize=args.maximize,
-        noise=args.noise,
-        checkpoint=args.checkpoint,
-        n_workers=args.workers,
-        progress=False if args.no_progress else None,
-    )
+    try:
+        result = minimize(
+            objective,
+            space,
+            budget=args.budget,
+            seed=args.seed,
+            model=args.model,
+            maximize=args.maximize,
+            noise=args.noise,
+            checkpoint=args.checkpoint,
+            n_workers=args.workers,
+            progress=False if args.no_progress else None,
+        )
+    except KeyboardInterrupt:
+        print(f"\ntreebo: interrupted; {_kept(args, space)}", file=sys.stderr)
+        return 130
     n = len(result.history)
+    if result.best_params is None:
+        print(
+            f"treebo: all {n} evaluations failed (their errors are in the log"
+            + (f" and in {args.checkpoint})." if args.checkpoint else ")."),
+            file=sys.stderr,
+        )
+        return 1
     print(f"best value {result.best_observed_value} after {n} evaluations")
     if result.best_value == result.best_observed_value:
         print(f"best parameters {result.best_params}")
@@ -63,6 +92,19 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _kept(args: argparse.Namespace, space) -> str:
+    """What an interrupted run keeps, and how to go on."""
+    if args.checkpoint is None:
+        return "nothing is kept (no --checkpoint)."
+    from treebo.loop.checkpoint import read_checkpoint
+
+    try:
+        n = len(read_checkpoint(args.checkpoint, space).history)
+    except (OSError, ValueError):
+        n = 0
+    return f"{n} evaluations are kept in {args.checkpoint}; the same command resumes."
+
+
 def _noise(text: str) -> str | float:
     """``--noise``: a mode or a variance."""
     try:
@@ -72,6 +114,10 @@ def _noise(text: str) -> str | float:
 
 
 def _summary(args: argparse.Namespace) -> int:
+    from treebo.loop.checkpoint import read_checkpoint
+    from treebo.plot import path_label
+    from treebo.space.spec import load_space
+
     space = load_space(args.space)
     result = read_checkpoint(args.checkpoint, space)
     failed = sum(t.value is None for t in result.history)
@@ -90,16 +136,17 @@ def _plot(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from treebo.loop.checkpoint import read_checkpoint
     from treebo.plot import plot_best_so_far, plot_paths, plot_tree
+    from treebo.space.spec import load_space
 
     space = load_space(args.space)
     result = read_checkpoint(args.checkpoint, space)
-    maximize = bool(checkpoint_header(args.checkpoint).get("maximize"))
     fig = plt.figure(figsize=(12, 8))
     grid = fig.add_gridspec(2, 2)
-    plot_best_so_far({"run": result}, maximize=maximize, ax=fig.add_subplot(grid[0, 0]))
-    plot_paths(result, space, maximize=maximize, ax=fig.add_subplot(grid[0, 1]))
-    plot_tree(result, space, maximize=maximize, ax=fig.add_subplot(grid[1, :]))
+    plot_best_so_far({"run": result}, ax=fig.add_subplot(grid[0, 0]))
+    plot_paths(result, space, ax=fig.add_subplot(grid[0, 1]))
+    plot_tree(result, space, ax=fig.add_subplot(grid[1, :]))
     fig.tight_layout()
     fig.savefig(args.out)
     print(f"wrote {args.out}")
@@ -109,14 +156,30 @@ def _plot(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     """The argument parser of the ``treebo`` command."""
     top = argparse.ArgumentParser(prog="treebo", description=__doc__.splitlines()[0])
+    top.add_argument("--version", action="version", version=f"treebo {__version__}")
     commands = top.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run (or resume) an optimization")
-    run.add_argument("objective", help="module:function")
-    run.add_argument("--space", required=True, help="file.json|yaml or module:attr")
-    run.add_argument("--budget", type=int, required=True)
-    run.add_argument("--seed", type=int, default=None)
-    run.add_argument("--model", default="add_tree")
-    run.add_argument("--maximize", action="store_true")
+    run.add_argument(
+        "objective",
+        help="module:function taking a dict of parameters, returning a float",
+    )
+    run.add_argument(
+        "--space", required=True, help="the space: file.json|yaml or module:attribute"
+    )
+    run.add_argument(
+        "--budget",
+        type=int,
+        required=True,
+        help="total evaluations (a resumed run counts its checkpoint's)",
+    )
+    run.add_argument("--seed", type=int, default=None, help="seed for a repeatable run")
+    run.add_argument(
+        "--model",
+        default="add_tree",
+        metavar="NAME",
+        help="the strategy: " + ", ".join(MODEL_NAMES) + " (default: add_tree)",
+    )
+    run.add_argument("--maximize", action="store_true", help="maximize the objective")
     run.add_argument(
         "--noise",
         type=_noise,
@@ -124,19 +187,33 @@ def parser() -> argparse.ArgumentParser:
         help="infer (default), deterministic, or the noise variance of every "
         "evaluation",
     )
-    run.add_argument("--checkpoint", default=None, help="journal file to resume")
-    run.add_argument("--workers", type=int, default=1)
-    run.add_argument("--no-progress", action="store_true")
+    run.add_argument(
+        "--checkpoint",
+        default=None,
+        help="journal file: every evaluation is appended; the same command resumes",
+    )
+    run.add_argument(
+        "--workers", type=int, default=1, help="evaluations run at once (threads)"
+    )
+    run.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (the default shows one only on a terminal)",
+    )
     run.set_defaults(handler=_run)
     for name, aliases, handler, text in (
         ("summary", ["show"], _summary, "print a checkpoint's best and paths"),
         ("plot", [], _plot, "plot a checkpoint's best value, paths and tree"),
     ):
         sub = commands.add_parser(name, aliases=aliases, help=text)
-        sub.add_argument("checkpoint")
-        sub.add_argument("--space", required=True)
+        sub.add_argument("checkpoint", help="the run's checkpoint file")
+        sub.add_argument(
+            "--space", required=True, help="the run's space: file or module:attribute"
+        )
         if name == "plot":
-            sub.add_argument("--out", default="treebo_run.png")
+            sub.add_argument(
+                "--out", default="treebo_run.png", help="image file to write"
+            )
         sub.set_defaults(handler=handler)
     # Listed for --help; main() hands its arguments to treebo.demo.
     commands.add_parser("demo", help="the Jenatton demo (its own --help)")
@@ -158,6 +235,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         return args.handler(args)
-    except (ValueError, FileNotFoundError) as err:  # ConfigurationError too
+    except (ValueError, OSError) as err:  # ConfigurationError too
+        print(f"treebo: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:
+        from treebo.loop.checkpoint import CheckpointInUseError
+
+        if not isinstance(err, CheckpointInUseError):
+            raise
         print(f"treebo: {err}", file=sys.stderr)
         return 2

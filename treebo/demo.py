@@ -36,7 +36,6 @@ def main(argv: list[str] | None = None) -> None:
         budget=args.budget,
         seed=args.seed,
         model=args.model,
-        progress=True,
     )
     treebo_seconds = time.perf_counter() - t0
 

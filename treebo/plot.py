@@ -2,8 +2,10 @@
 
 Each function takes [`OptimizationResult`][treebo.loop.history.OptimizationResult]
 objects (what [`minimize()`][treebo.loop.run.minimize] and ``TreeOptimizer.result()``
-return) and returns a matplotlib ``Figure``; pass ``ax`` to draw into an existing axes
-instead. matplotlib is an optional dependency (``pip install "treebo[plot]"``).
+return) and returns a matplotlib ``Figure``; "best" follows each result's direction
+(``result.maximize``) unless ``maximize`` is given; pass ``ax`` to draw into an
+existing axes instead. matplotlib is an optional dependency
+(``pip install "treebo[plot]"``).
 
 Example:
     >>> import matplotlib
@@ -49,12 +51,25 @@ def _axes(ax: Any) -> tuple[Any, Any]:
     return fig, ax
 
 
-def best_so_far_curves(runs: Runs, maximize: bool = False) -> np.ndarray:
+def _direction(results: Sequence[OptimizationResult], maximize: bool | None) -> bool:
+    """``maximize`` if given, else the direction the results were run in."""
+    if maximize is not None:
+        return maximize
+    directions = {r.maximize for r in results}
+    if len(directions) > 1:
+        raise ValueError(
+            "maximize: the runs mix minimized and maximized ones; pass maximize."
+        )
+    return directions.pop() if directions else False
+
+
+def best_so_far_curves(runs: Runs, maximize: bool | None = None) -> np.ndarray:
     """``r x n`` best value after each evaluation of ``r`` runs (shorter runs
     are extended with their last value; NaN before a run's first success)."""
     runs = [runs] if isinstance(runs, OptimizationResult) else list(runs)
     if not runs:
         raise ValueError("runs must hold at least one OptimizationResult.")
+    maximize = _direction(runs, maximize)
     curves = [np.asarray(r.best_so_far(maximize), dtype=float) for r in runs]
     n = max(len(c) for c in curves)
     out = np.full((len(curves), n), np.nan)
@@ -67,7 +82,7 @@ def best_so_far_curves(runs: Runs, maximize: bool = False) -> np.ndarray:
 
 def plot_best_so_far(
     runs: Runs | Mapping[str, Runs],
-    maximize: bool = False,
+    maximize: bool | None = None,
     log_y: bool = False,
     ax: Any = None,
 ) -> Any:
@@ -76,7 +91,7 @@ def plot_best_so_far(
 
     Args:
         runs: One result, the results of several seeds, or ``{label: runs}``.
-        maximize: Whether larger values are better.
+        maximize: Whether larger values are better (default: as the run was made).
         log_y: A logarithmic value axis (e.g. for regrets).
         ax: Axes to draw into (default: a new figure).
     """
@@ -140,7 +155,7 @@ def plot_trials(result: OptimizationResult, space: TreeSpace, ax: Any = None) ->
 def plot_paths(
     result: OptimizationResult,
     space: TreeSpace,
-    maximize: bool = False,
+    maximize: bool | None = None,
     ax: Any = None,
 ) -> Any:
     """How many evaluations each path received, with its best value.
@@ -148,13 +163,13 @@ def plot_paths(
     Args:
         result: A run.
         space: Its search space.
-        maximize: Whether larger values are better.
+        maximize: Whether larger values are better (default: as the run was made).
         ax: Axes to draw into (default: a new figure).
     """
     fig, ax = _axes(ax)
     counts: dict[str, int] = {}
     best: dict[str, float] = {}
-    better = max if maximize else min
+    better = max if _direction([result], maximize) else min
     for trial in result.history:
         label = path_label(space, trial.params)
         counts[label] = counts.get(label, 0) + 1
@@ -172,7 +187,7 @@ def plot_paths(
 
 
 def vertex_statistics(
-    result: OptimizationResult, space: TreeSpace, maximize: bool = False
+    result: OptimizationResult, space: TreeSpace, maximize: bool | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """How many evaluations each vertex of ``space.tree`` was active in, and
     the best value among them.
@@ -191,7 +206,7 @@ def vertex_statistics(
     active = tree.vertex_activity(X).numpy()  # n x V
     values = np.array([np.nan if t.value is None else t.value for t in result.history])
     scores = np.where(active & np.isfinite(values)[:, None], values[:, None], np.nan)
-    reduce = np.fmax.reduce if maximize else np.fmin.reduce
+    reduce = np.fmax.reduce if _direction([result], maximize) else np.fmin.reduce
     return active.sum(0), reduce(scores, axis=0)
 
 
@@ -220,7 +235,7 @@ def _tree_layout(parents: list[int | None]) -> np.ndarray:
 def plot_tree(
     result: OptimizationResult,
     space: TreeSpace,
-    maximize: bool = False,
+    maximize: bool | None = None,
     ax: Any = None,
 ) -> Any:
     """The search space as a tree: each vertex with the condition that
@@ -230,7 +245,7 @@ def plot_tree(
     Args:
         result: A run.
         space: Its search space.
-        maximize: Whether larger values are better.
+        maximize: Whether larger values are better (default: as the run was made).
         ax: Axes to draw into (default: a new figure).
     """
     tree = space.tree

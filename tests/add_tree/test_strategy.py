@@ -169,16 +169,18 @@ def test_a_run_with_alternative_kernels_resumes_exactly(tmp_path):
     kwargs = dict(budget=9, seed=1, n_initial=5, model=options)
     full = minimize(interacting_objective, problem.space, **kwargs)
     seen = []
+    dying = [True]
 
     def dies_after_seven(params):
-        if len(seen) == 7:
+        if dying[0] and len(seen) == 7:
             raise Killed
         seen.append(params)
         return interacting_objective(params)
 
     with pytest.raises(Killed):
         minimize(dies_after_seven, problem.space, checkpoint=path, **kwargs)
-    resumed = minimize(interacting_objective, problem.space, checkpoint=path, **kwargs)
+    dying[0] = False  # the same objective, resumed
+    resumed = minimize(dies_after_seven, problem.space, checkpoint=path, **kwargs)
     assert [t.params for t in resumed.history] == [t.params for t in full.history]
 
 

@@ -35,9 +35,10 @@ def test_a_killed_run_keeps_every_finished_evaluation(tmp_path):
     problem = Jenatton()
     path = tmp_path / "run.json"
     seen = []
+    dying = [True]
 
     def dies_after_seven(params):
-        if len(seen) == 7:
+        if dying[0] and len(seen) == 7:
             raise Killed
         seen.append(params)
         return problem.objective(params)
@@ -49,10 +50,11 @@ def test_a_killed_run_keeps_every_finished_evaluation(tmp_path):
     assert len(trials) == 7
     # The strategy's state (the warm start of the next fit) is saved too.
     assert states and states[-1]["hyperparameters"]
+    dying[0] = False  # the same objective, resumed
     result = minimize(
-        problem.objective, problem.space, budget=10, seed=3, checkpoint=path
+        dies_after_seven, problem.space, budget=10, seed=3, checkpoint=path
     )
-    assert [t.params for t in result.history[:7]] == seen
+    assert [t.params for t in result.history[:7]] == seen[:7]
     assert len(read_journal(path)[1]) == 10
 
 
@@ -140,7 +142,10 @@ def test_a_checkpoint_of_an_earlier_format_is_refused_naming_the_version(tmp_pat
     [
         ({"seed": 1}, "seed"),
         ({"model": "add_tree_ucb"}, "model"),
-        ({"model": AddTreeOptions(noise_floor=1e-4)}, "options"),
+        (
+            {"model": AddTreeOptions(noise_floor=1e-4)},
+            r"options\.noise_floor: checkpoint null, this run 0\.0001",
+        ),
         ({"maximize": True}, "maximize"),
         ({"n_initial": 6}, "n_initial"),
     ],
@@ -243,3 +248,35 @@ def test_read_checkpoint_takes_the_runs_direction_and_refuses_other_files(tmp_pa
         read_checkpoint(other, problem.space)
     with pytest.raises(CheckpointMismatchError, match="space"):
         read_checkpoint(path, generalized_jenatton_space(3))
+
+
+def _objective_v1(params):
+    return sum(v for v in params.values() if isinstance(v, float))
+
+
+def _objective_v2(params):  # the same name once edited: see the test below
+    return 2 * sum(v for v in params.values() if isinstance(v, float))
+
+
+def test_an_edited_objective_or_another_pool_does_not_resume_a_run(tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    minimize(_objective_v1, problem.space, budget=2, seed=0, checkpoint=path)
+    edited = _objective_v2
+    edited.__qualname__ = _objective_v1.__qualname__  # same name, other source
+    try:
+        with pytest.raises(CheckpointMismatchError, match="objective.source_sha256"):
+            minimize(edited, problem.space, budget=3, seed=0, checkpoint=path)
+    finally:
+        edited.__qualname__ = "_objective_v2"
+    with pytest.raises(CheckpointMismatchError, match="another checkpoint path"):
+        minimize(_objective_v2, problem.space, budget=3, seed=0, checkpoint=path)
+    assert len(minimize(_objective_v1, problem.space, budget=3, seed=0,
+                        checkpoint=path).history) == 3  # fmt: skip
+    pool = problem.space.sample(20, seed=1)
+    pooled = tmp_path / "pool.jsonl"
+    minimize(_objective_v1, problem.space, budget=2, seed=0, checkpoint=pooled,
+             candidates=pool)  # fmt: skip
+    with pytest.raises(CheckpointMismatchError, match="fingerprint.candidates"):
+        minimize(_objective_v1, problem.space, budget=3, seed=0, checkpoint=pooled,
+                 candidates=pool[:19])  # fmt: skip

@@ -133,7 +133,7 @@ def test_minimize_with_a_given_executor_resumes_after_a_kill(tmp_path, monkeypat
     # (Results that finish together are told in no fixed order.)
     assert len(seen) == 6 and sorted(map(repr, saved)) == sorted(map(repr, seen))
     monkeypatch.undo()
-    result = minimize(problem.objective, problem.space, **run)
+    result = minimize(objective, problem.space, **run)  # the same objective
     assert [t.params for t in result.history[:6]] == saved
     assert len(result.history) == 8 and executor.submitted == 8
 

@@ -49,3 +49,40 @@ def test_a_spec_builds_the_tree_it_describes(tmp_path):
 def test_malformed_specs_name_the_culprit(spec, message):
     with pytest.raises(ConfigurationError, match=message):
         space_from_dict(spec)
+
+
+def test_the_documented_yaml_example_loads(tmp_path):
+    """The module docstring's example, as a user copies it (YAML 1.1 reads
+    ``1e-4`` as a string)."""
+    import treebo.space.spec as spec_module
+
+    doc = spec_module.__doc__
+    block = doc.split("A YAML example")[1].split("::\n\n")[1].split("\n\nExample:")[0]
+    path = tmp_path / "svm.yaml"
+    path.write_text("\n".join(line[4:] for line in block.splitlines()))
+    space = load_space(str(path))
+    assert space.parameter_names == ["C", "kernel", "gamma", "degree"]
+    assert space.columns["gamma"].param == Real("gamma", 1e-4, 1, log_scale=True)
+
+
+@pytest.mark.parametrize(
+    "name, text, message",
+    [
+        ("s.yaml", "params:\n  - {name: C, type: real, low: 1, high: 2, log: ture}\n",
+         r"s\.yaml: parameter 'C': log must be true or false, got 'ture'"),
+        ("s.yaml", "params:\n  - {name: C, type: real, low: one, high: 2}\n",
+         r"s\.yaml: parameter 'C': low must be a number, got 'one'"),
+        ("s.yaml", "params: [\n", r"s\.yaml: invalid YAML at line \d+"),
+        ("s.json", '{"params": [}', r"s\.json: invalid JSON at line 1, column 13"),
+        ("s.json", "[]", r"s\.json: the root vertex must be a mapping"),
+        ("missing.json", None, r"missing\.json: not found"),
+    ],
+)  # fmt: skip
+def test_a_bad_space_file_is_one_error_naming_the_file_and_key(
+    tmp_path, name, text, message
+):
+    path = tmp_path / name
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(ConfigurationError, match=message):
+        load_space(str(path))

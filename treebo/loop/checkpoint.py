@@ -1,7 +1,9 @@
 """Checkpoints: an append-only journal of a run, one line per event.
 
 The first line of the file is a header with the run's identity (space, model,
-options, seed, direction, initial design size); every later line is one event,
+options, seed, direction, initial design size, noise, and the fingerprint of what
+the run evaluates: the objective and candidate pool of a
+[`minimize()`][treebo.loop.run.minimize] run); every later line is one event,
 appended and flushed to disk as it happens:
 
 - ``{"trial": {...}}``: a told evaluation (written before anything else is
@@ -38,6 +40,8 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import json
 import os
 import warnings
@@ -45,6 +49,8 @@ import weakref
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from treebo.loop.history import OptimizationResult, Trial
 from treebo.space import TreeSpace
@@ -119,6 +125,7 @@ def run_identity(
     maximize: bool,
     n_initial: int,
     noise: str | float = "infer",
+    fingerprint: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The settings a resumed run must share with the run that wrote it
     (normalized through JSON, so tuples and lists compare equal)."""
@@ -131,7 +138,42 @@ def run_identity(
         "n_initial": n_initial,
         "noise": noise,
     }
+    if fingerprint is not None:
+        identity["fingerprint"] = fingerprint
     return json.loads(json.dumps(identity))
+
+
+def objective_fingerprint(objective: Any) -> dict[str, str]:
+    """What identifies an objective across processes: its qualified name and, where
+    Python can read it, a hash of its source code (an edited function gets another).
+
+    Example:
+        >>> def f(params):
+        ...     return 0.0
+        >>> sorted(objective_fingerprint(f))
+        ['name', 'source_sha256']
+    """
+    target = inspect.unwrap(getattr(objective, "func", objective))  # partial too
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        target = type(target)  # a callable object: its class
+    name = (
+        f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
+    )
+    try:
+        source = inspect.getsource(target)
+    except (OSError, TypeError):  # defined at a prompt, or built in
+        return {"name": name}
+    return {"name": name, "source_sha256": _sha256(source.encode())[:16]}
+
+
+def pool_fingerprint(pool: Any) -> str:
+    """A hash of a candidate pool's ``m x d`` encoding (shape and values)."""
+    array = pool.detach().to("cpu", dtype=torch.float64).contiguous().numpy()
+    return _sha256(repr(array.shape).encode() + array.tobytes())[:16]
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def trial_record(space: TreeSpace, trial: Trial) -> dict[str, Any]:
@@ -357,16 +399,23 @@ class Journal:
         return Checkpoint(self.identity, history, state)
 
     def _check_identity(self, saved: dict[str, Any]) -> None:
+        if "fingerprint" in saved and "fingerprint" not in self.identity:
+            # An ask/tell optimizer opening a minimize() run's journal keeps its
+            # fingerprint (the compacted header must not lose it).
+            self.identity = {**self.identity, "fingerprint": saved["fingerprint"]}
         differs = [key for key in self.identity if saved.get(key) != self.identity[key]]
         if differs:
             details = "; ".join(
-                f"{key}: checkpoint {_short(saved.get(key))}, "
-                f"this run {_short(self.identity[key])}"
+                f"{where}: checkpoint {_short(old)}, this run {_short(new)}"
                 for key in differs
+                for where, old, new in [
+                    _first_difference(saved.get(key), self.identity[key], key)
+                ]
             )
             raise CheckpointMismatchError(
                 f"checkpoint {self.path} was written by a run with other settings "
-                f"({details}). Resume with the same settings, or use another path."
+                f"({details}). Resume with the same settings, or start afresh with "
+                "another checkpoint path (or delete this one)."
             )
 
 
@@ -380,6 +429,20 @@ def _write_atomically(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def _first_difference(old: Any, new: Any, where: str) -> tuple[str, Any, Any]:
+    """The first place where two JSON values differ: its path (``space.params[2]
+    .high``) and the two values there."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            if old.get(key) != new.get(key):
+                return _first_difference(old.get(key), new.get(key), f"{where}.{key}")
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        for i, (a, b) in enumerate(zip(old, new, strict=True)):
+            if a != b:
+                return _first_difference(a, b, f"{where}[{i}]")
+    return where, old, new
+
+
 def _short(value: Any, limit: int = 120) -> str:
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -390,13 +453,16 @@ def checkpoint_header(path: str | os.PathLike) -> dict[str, Any]:
     (space, model, options, seed, ``maximize``, initial design size).
 
     Raises:
+        FileNotFoundError: If there is no file at ``path``.
         ValueError: If ``path`` is not a treebo checkpoint.
     """
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"checkpoint {path} not found.")
     try:
         with open(path) as fh:
             header = json.loads(fh.readline())
-    except (OSError, json.JSONDecodeError):
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         header = None
     if not isinstance(header, dict) or header.get("format") != _FORMAT:
         raise ValueError(f"{path} is not a treebo checkpoint.")
@@ -409,6 +475,7 @@ def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationRe
     the run (no lock, no compaction; any model settings).
 
     Raises:
+        FileNotFoundError: If there is no file at ``path``.
         ValueError: If ``path`` is not a treebo checkpoint.
         CheckpointMismatchError: If the checkpoint is of another space.
     """
@@ -417,10 +484,13 @@ def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationRe
     identity["space"] = json.loads(json.dumps(space_signature(space)))
     history = Journal(path, identity)._read(space).history
     ok = [t for t in history if t.value is not None]
-    better = max if header.get("maximize") else min  # the first of equals
+    maximize = bool(header.get("maximize"))
+    better = max if maximize else min  # the first of equals
     best = better(ok, key=lambda t: t.value) if ok else None
     return OptimizationResult(
         None if best is None else dict(best.params),
         None if best is None else best.value,
         list(history),
+        best_observed_value=None if best is None else best.value,
+        maximize=maximize,
     )

@@ -16,6 +16,19 @@ def default_initial_size(space: TreeSpace) -> int:
     return min(20, max(5, space.num_paths + 1))
 
 
+def initial_size(space: TreeSpace, n_initial: int | None) -> int:
+    """``n_initial`` checked, or the default size of ``space``'s initial design.
+
+    Raises:
+        ValueError: If ``n_initial`` is not an integer of at least 1.
+    """
+    if n_initial is None:
+        return default_initial_size(space)
+    if isinstance(n_initial, bool) or not isinstance(n_initial, int) or n_initial < 1:
+        raise ValueError(f"n_initial must be an integer >= 1, got {n_initial!r}.")
+    return n_initial
+
+
 def initial_design(space: TreeSpace, n: int, seed: int | None) -> list[dict[str, Any]]:
     """``n`` scrambled Sobol configurations.
 

@@ -80,8 +80,10 @@ class OptimizationResult:
         """The objective value of every trial (``None`` for failures)."""
         return [t.value for t in self.history]
 
-    def best_so_far(self, maximize: bool = False) -> list[float]:
-        """Running best value after each evaluation (NaN before the first success)."""
+    def best_so_far(self, maximize: bool | None = None) -> list[float]:
+        """Running best value after each evaluation (NaN before the first success),
+        in the run's direction unless ``maximize`` is given."""
+        maximize = self.maximize if maximize is None else maximize
         out, best = [], math.nan
         for t in self.history:
             if t.value is not None and (

@@ -44,7 +44,7 @@ from treebo.loop.candidates import (
     fresh_candidates,
 )
 from treebo.loop.checkpoint import Journal, run_identity
-from treebo.loop.design import default_initial_size, initial_design
+from treebo.loop.design import initial_design, initial_size
 from treebo.loop.history import History, OptimizationResult, Trial
 from treebo.loop.log import log_trial
 from treebo.loop.outcomes import parse_outcome, standardize_scores, standardized_noise
@@ -98,6 +98,10 @@ class TreeOptimizer:
             [`CheckpointInUseError`][treebo.loop.checkpoint.CheckpointInUseError]. A
             newer optimizer of this process on the same file takes it over, and the
             older one raises that error if told again.
+        fingerprint: What the run evaluates, as JSON data that the checkpoint records
+            and a resumed run must match: [`minimize()`][treebo.loop.run.minimize]
+            records its objective's name and source hash and its candidate pool's
+            hash, so an edited objective does not resume an old run's checkpoint.
 
     Example:
         >>> import pathlib, tempfile
@@ -126,6 +130,7 @@ class TreeOptimizer:
         seed: int | None = None,
         noise: str | float = "infer",
         checkpoint: str | os.PathLike | None = None,
+        fingerprint: dict[str, Any] | None = None,
     ) -> None:
         if not isinstance(space, TreeSpace):
             raise TypeError(f"space must be a TreeSpace, got {type(space).__name__}.")
@@ -137,14 +142,7 @@ class TreeOptimizer:
                 f"noise: model={self.strategy.name!r} cannot take known noise "
                 "variances; use noise='infer' or an Add-Tree model."
             )
-        if n_initial is None:
-            n_initial = default_initial_size(space)
-        if (
-            isinstance(n_initial, bool)
-            or not isinstance(n_initial, int)
-            or n_initial < 1
-        ):
-            raise ValueError(f"n_initial must be an integer >= 1, got {n_initial!r}.")
+        n_initial = initial_size(space, n_initial)
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise ValueError(f"seed must be an integer or None, got {seed!r}.")
         if not isinstance(maximize, bool):
@@ -176,6 +174,7 @@ class TreeOptimizer:
             self.maximize,
             n_initial,
             self.noise,
+            fingerprint,
         )
         self._journal = None
         self._journaled_state: dict[str, Any] = {}

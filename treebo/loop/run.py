@@ -24,6 +24,7 @@ from typing import Any
 from torch import Tensor
 
 from treebo.loop.candidates import encode_candidates
+from treebo.loop.checkpoint import objective_fingerprint, pool_fingerprint
 from treebo.loop.history import OptimizationResult, Trial
 from treebo.loop.log import get_logger
 from treebo.loop.optimizer import TreeOptimizer
@@ -104,7 +105,9 @@ def minimize(
             the result recommends.
         checkpoint: Journal file (JSON lines) each evaluation is appended to
             as soon as it returns; resumed from if it exists (with the same
-            settings). Evaluations still running when a run is killed are not
+            settings, the same ``candidates`` and the same objective: its name and
+            source code; an edited objective is refused, start afresh with another
+            path). Evaluations still running when a run is killed are not
             in it (a resumed run proposes again).
         n_workers: How many evaluations may run at once.
         executor: A `concurrent.futures.Executor` to run the evaluations in; it is not
@@ -163,6 +166,7 @@ def minimize(
         seed=seed,
         noise=noise,
         checkpoint=checkpoint,
+        fingerprint=None if checkpoint is None else _fingerprint(objective, choices),
     )
 
     if checkpoint is not None and len(opt.history) >= budget:
@@ -195,6 +199,14 @@ def minimize(
             stack.callback(bar.close)
             stack.enter_context(logging_redirect_tqdm(loggers=[get_logger()]))
         return _run(opt, objective, budget, choices, n_workers, executor, record)
+
+
+def _fingerprint(objective: Any, pool: Tensor | None) -> dict[str, Any]:
+    """The objective's (and pool's) fingerprint a checkpoint records."""
+    fingerprint: dict[str, Any] = {"objective": objective_fingerprint(objective)}
+    if pool is not None:
+        fingerprint["candidates"] = pool_fingerprint(pool)
+    return fingerprint
 
 
 def _run(

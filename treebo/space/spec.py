@@ -65,14 +65,44 @@ def _parameter(spec: Any, where: str) -> Real | Integer | Categorical:
         raise ConfigurationError(f"parameter {name!r}: unknown keys {sorted(extra)}.")
     try:
         if kind == "categorical":
-            return Categorical(name, spec["values"], ordered=spec.get("ordered", False))
+            ordered = _flag(spec.get("ordered", False), name, "ordered")
+            return Categorical(name, spec["values"], ordered=ordered)
         return _KINDS[kind](
-            name, spec["low"], spec["high"], log_scale=spec.get("log", False)
+            name,
+            _number(spec["low"], name, "low"),
+            _number(spec["high"], name, "high"),
+            log_scale=_flag(spec.get("log", False), name, "log"),
         )
     except KeyError as err:
         raise ConfigurationError(
             f"parameter {name!r}: missing {err.args[0]!r}."
         ) from None
+
+
+def _number(value: Any, name: str, key: str) -> int | float:
+    """A bound: a number, or a string that reads as one (YAML 1.1 reads ``1e-4``
+    as a string)."""
+    if isinstance(value, str):
+        try:
+            return int(value)
+        except ValueError:
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    raise ConfigurationError(
+        f"parameter {name!r}: {key} must be a number, got {value!r}."
+    )
+
+
+def _flag(value: Any, name: str, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigurationError(
+            f"parameter {name!r}: {key} must be true or false, got {value!r}."
+        )
+    return value
 
 
 def _vertex(spec: Any, where: str) -> Vertex:
@@ -118,16 +148,10 @@ def load_space(source: str) -> TreeSpace:
     """
     path = Path(source)
     if path.suffix in (".json", ".yaml", ".yml"):
-        if not path.exists():
-            raise ConfigurationError(f"space file {source!r} does not exist.")
-        text = path.read_text()
-        if path.suffix == ".json":
-            return space_from_dict(json.loads(text))
         try:
-            import yaml
-        except ImportError:  # pragma: no cover - exercised without pyyaml
-            raise ConfigurationError("a YAML space file needs pyyaml.") from None
-        return space_from_dict(yaml.safe_load(text))
+            return space_from_dict(_read_spec(path))
+        except ConfigurationError as err:
+            raise ConfigurationError(f"space file {source}: {err}") from None
     obj = load_object(source)
     if callable(obj) and not isinstance(obj, TreeSpace):
         obj = obj()
@@ -137,6 +161,42 @@ def load_space(source: str) -> TreeSpace:
             f"{source!r} gives a {type(obj).__name__}, not a TreeSpace."
         )
     return obj
+
+
+def _read_spec(path: Path) -> Any:
+    """The parsed contents of a JSON or YAML space file."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigurationError("not found.") from None
+    except OSError as err:
+        raise ConfigurationError(f"cannot be read ({err.strerror}).") from None
+    if path.suffix == ".json":
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise ConfigurationError(
+                f"invalid JSON at line {err.lineno}, column {err.colno}: {err.msg}."
+            ) from None
+    else:
+        try:
+            import yaml
+        except ImportError:  # pragma: no cover - exercised without pyyaml
+            raise ConfigurationError("a YAML space file needs pyyaml.") from None
+        try:
+            spec = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = (
+                f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            )
+            problem = getattr(err, "problem", None) or "a syntax error"
+            raise ConfigurationError(f"invalid YAML{where}: {problem}.") from None
+    if not isinstance(spec, Mapping):
+        raise ConfigurationError(
+            f"the root vertex must be a mapping, got {type(spec).__name__}."
+        )
+    return spec
 
 
 def load_object(source: str) -> Any:
