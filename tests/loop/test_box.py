@@ -28,11 +28,17 @@ def test_tensors_in_the_result_match_the_history():
     assert (result.X == result.best_x).all(-1).any()
 
 
-def test_an_objective_returning_several_values_fails_its_trials():
+def test_an_objective_returning_several_values_stops_at_the_first():
     bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]])
-    result = minimize_box(lambda x: x, bounds, budget=3, seed=0, model="add_tree")
-    assert result.best_x is None and result.Y.isnan().all()
-    assert "one value" in result.history[0].error
+    calls = []
+
+    def objective(x):
+        calls.append(x)
+        return x
+
+    with pytest.raises(TypeError, match="Tensor of several values.*Ax"):
+        minimize_box(objective, bounds, budget=3, seed=0, model="add_tree")
+    assert len(calls) == 1
 
 
 @pytest.mark.parametrize(

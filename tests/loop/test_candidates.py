@@ -96,8 +96,10 @@ def test_bad_pools_are_refused_with_the_reason():
     beyond[3, 0] = 5.0  # x1, the root choice, has codes 0 and 1
     with pytest.raises(ValueError, match="row 3 is not a configuration.*'x1'"):
         opt.ask(candidates=beyond)
-    with pytest.raises(ValueError, match="list of configurations"):
+    with pytest.raises(TypeError, match="list of configurations"):
         opt.ask(candidates={"x1": 0})
+    with pytest.raises(TypeError, match=r"got a int.*call ask\(\) several times"):
+        opt.ask(4)
     with pytest.raises(ConfigurationError, match="x1"):
         opt.ask(candidates=[{"x1": 7}])
     with pytest.raises(ValueError, match=r"budget \(6\) exceeds the 5"):
@@ -138,3 +140,31 @@ def test_an_invalid_pool_is_refused_before_a_checkpoint_is_written(tmp_path):
         minimize(problem.objective, problem.space, budget=3, checkpoint=path,
                  candidates=[])  # fmt: skip
     assert not path.exists()
+
+
+def test_a_dataframe_or_records_with_nan_for_inactive_parameters_are_pools():
+    pd = pytest.importorskip("pandas")
+    space = Jenatton().space
+    configs = space.to_dicts(space.sample(6, seed=2))
+    frame = pd.DataFrame(configs, index=[f"run{i}" for i in range(6)])
+    assert frame.isna().any().any()  # inactive parameters are NaN
+    expected = space.to_tensor(configs)
+    assert torch.equal(encode_candidates(space, frame), expected)
+    assert torch.equal(encode_candidates(space, frame.to_dict("records")), expected)
+    frame.loc["run4", "x5"] = 3.0  # out of bounds
+    with pytest.raises(ConfigurationError, match=r"candidates row 'run4'.*x5"):
+        encode_candidates(space, frame)
+    with pytest.raises(TypeError, match="row 1 must be a dict"):
+        encode_candidates(space, [configs[0], [0.5]])
+
+
+def test_repeated_rows_are_dropped_before_the_budget_is_checked():
+    problem = Jenatton()
+    configs = problem.space.to_dicts(problem.space.sample(4, seed=3))
+    pool = [*configs, configs[1], configs[3]]
+    with pytest.warns(UserWarning, match=r"2 rows repeat.*row 4, a repeat of row 1"):
+        encoded_pool = encode_candidates(problem.space, pool)
+    assert torch.equal(encoded_pool, problem.space.to_tensor(configs))
+    with pytest.warns(UserWarning, match="repeat"):
+        with pytest.raises(ValueError, match=r"budget \(5\) exceeds the 4"):
+            minimize(problem.objective, problem.space, budget=5, candidates=pool)

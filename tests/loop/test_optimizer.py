@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from botorch.exceptions import ModelFittingError
@@ -176,6 +177,9 @@ def test_bad_optimizer_arguments(tmp_path):
         TreeOptimizer(space, n_initial=0)
     with pytest.raises(ValueError, match="seed"):
         TreeOptimizer(space, seed=1.5)
+    with pytest.raises(ValueError, match=r"seed must be .* < 4294967296"):
+        TreeOptimizer(space, seed=2**62)
+    assert TreeOptimizer(space, seed=np.int64(3), n_initial=np.int64(4)).seed == 3
     assert TreeOptimizer(space, model=AddTreeUCBOptions()).strategy.name == (
         "add_tree_ucb"
     )

@@ -162,12 +162,12 @@ def test_an_objective_a_process_pool_cannot_pickle_is_refused():
 @pytest.mark.parametrize(
     "kwargs, error",
     [
-        ({"n_workers": 0}, "n_workers must be a positive integer"),
-        ({"n_workers": True}, "n_workers must be a positive integer"),
-        ({"n_workers": 2.0}, "n_workers must be a positive integer"),
+        ({"n_workers": 0}, "n_workers must be an integer >= 1"),
+        ({"n_workers": True}, "n_workers must be an integer >= 1"),
+        ({"n_workers": 2.0}, "n_workers must be an integer >= 1"),
         ({"executor": "pool"}, "executor must be a concurrent.futures.Executor"),
         ({"budget": 0}, "budget"),
-        ({"budget": True}, "budget must be a positive integer, got True"),
+        ({"budget": True}, "budget must be an integer >= 1, got True"),
         ({"callback": 3}, "callback must be callable"),
         ({"maximize": "yes"}, "maximize must be a bool"),
     ],
@@ -194,3 +194,13 @@ def test_a_finished_checkpoint_says_that_nothing_was_evaluated(tmp_path):
     assert len(calls) == 3 and again.best_value == first.best_value
     more = minimize(objective, problem.space, budget=4, seed=0, checkpoint=path)
     assert len(calls) == 4 and len(more.history) == 4
+
+
+@pytest.mark.parametrize("value", [(0.1, 0.2), {"loss": 0.1, "time": 3.0}])
+def test_several_values_stop_the_run_at_the_first_and_it_is_kept(value, tmp_path):
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    with pytest.raises(TypeError, match="several values.*add_tree_generation_strategy"):
+        minimize(lambda p: value, problem.space, budget=5, checkpoint=path)
+    history = TreeOptimizer(problem.space, checkpoint=path).history
+    assert len(history) == 1 and history[0].status == "failed"

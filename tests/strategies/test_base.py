@@ -48,6 +48,14 @@ def test_a_strategy_checks_its_options_type_and_dtype():
     strategy = AddTreeStrategy(dtype=torch.float32)
     assert strategy.dtype == torch.float32 and strategy.device.type == "cpu"
     assert isinstance(strategy, Strategy)
+    with pytest.raises(ValueError, match="dtype must be torch.float64.*float16"):
+        AddTreeStrategy(dtype=torch.float16)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_a_device_this_machine_lacks_is_refused_before_anything_runs():
+    with pytest.raises(ValueError, match="device: 'cuda' is not available"):
+        AddTreeStrategy(device="cuda")
 
 
 def test_is_observed_compares_to_a_fraction_of_each_range():

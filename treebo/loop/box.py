@@ -105,13 +105,9 @@ def minimize_box(
     def on_dict(params: dict[str, Any]) -> float:
         x = torch.tensor([params[n] for n in names], dtype=torch.float64)
         value = objective(x)
-        if isinstance(value, Tensor):
-            if value.numel() != 1:
-                raise ValueError(
-                    f"objective must return one value, got shape {tuple(value.shape)}."
-                )
+        if isinstance(value, Tensor) and value.numel() == 1:
             value = float(value.detach().reshape(()))
-        return value
+        return value  # several values: minimize() stops with an error
 
     result = minimize(on_dict, space, budget, seed, model=model, **kwargs)
     X = torch.tensor(

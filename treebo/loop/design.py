@@ -9,6 +9,7 @@ import torch
 from torch.quasirandom import SobolEngine
 
 from treebo.space import TreeSpace
+from treebo.strategies.validation import check_count
 
 
 def default_initial_size(space: TreeSpace) -> int:
@@ -20,13 +21,11 @@ def initial_size(space: TreeSpace, n_initial: int | None) -> int:
     """``n_initial`` checked, or the default size of ``space``'s initial design.
 
     Raises:
-        ValueError: If ``n_initial`` is not an integer of at least 1.
+        ConfigurationError: If ``n_initial`` is not an integer of at least 1.
     """
     if n_initial is None:
         return default_initial_size(space)
-    if isinstance(n_initial, bool) or not isinstance(n_initial, int) or n_initial < 1:
-        raise ValueError(f"n_initial must be an integer >= 1, got {n_initial!r}.")
-    return n_initial
+    return check_count(n_initial, "n_initial", 1)
 
 
 def initial_design(space: TreeSpace, n: int, seed: int | None) -> list[dict[str, Any]]:

@@ -52,11 +52,15 @@ from treebo.loop.recommendation import recommend
 from treebo.space import ConfigurationError, TreeSpace
 from treebo.space.parameters import as_real_number
 from treebo.strategies.base import Observations, Strategy, make_strategy
+from treebo.strategies.validation import check_count
 
 #: A told configuration matches a pending one if its encoding differs by at
 #: most this fraction of each column's range (round-off in user code, e.g. a
 #: float32 round trip).
 PENDING_MATCH_TOL = SAME_CONFIGURATION_TOL
+
+#: Seeds are below this (NumPy's range); proposals derive theirs from it.
+MAX_SEED = 2**32
 
 #: Warn once when this many evaluations have failed and none has succeeded.
 FAILURES_BEFORE_WARNING = 3
@@ -143,8 +147,8 @@ class TreeOptimizer:
                 "variances; use noise='infer' or an Add-Tree model."
             )
         n_initial = initial_size(space, n_initial)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ValueError(f"seed must be an integer or None, got {seed!r}.")
+        if seed is not None:
+            seed = check_count(seed, "seed", 0, MAX_SEED)
         if not isinstance(maximize, bool):
             raise TypeError(f"maximize must be a bool, got {maximize!r}.")
         if checkpoint is not None and Path(checkpoint).is_dir():

@@ -30,6 +30,7 @@ from treebo.loop.log import get_logger
 from treebo.loop.optimizer import TreeOptimizer
 from treebo.space import TreeSpace
 from treebo.strategies.base import Strategy
+from treebo.strategies.validation import check_count
 
 
 def _progress_bar(total: int, done: int) -> Any:
@@ -139,10 +140,8 @@ def minimize(
     """
     if not callable(objective):
         raise TypeError("objective must be callable.")
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ValueError(f"budget must be a positive integer, got {budget!r}.")
-    if isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1:
-        raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}.")
+    budget = check_count(budget, "budget", 1)
+    n_workers = check_count(n_workers, "n_workers", 1)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {callback!r}.")
     if executor is not None and not isinstance(executor, Executor):
@@ -190,6 +189,14 @@ def minimize(
             best = opt.best_trial
             bar.set_postfix_str("best=-" if best is None else f"best={best.value:.6g}")
             bar.update(1)
+        if _several_values(value):  # every later trial would fail the same way
+            raise TypeError(
+                f"objective returned a {type(value).__name__} of several values; "
+                "minimize() optimizes one objective, a real number (this trial is "
+                "recorded as failed). For several objectives or outcome "
+                "constraints, run the Add-Tree model in Ax: "
+                "treebo.integrations.ax.add_tree_generation_strategy()."
+            )
 
     with contextlib.ExitStack() as stack:
         stack.callback(opt.close)
@@ -199,6 +206,15 @@ def minimize(
             stack.callback(bar.close)
             stack.enter_context(logging_redirect_tqdm(loggers=[get_logger()]))
         return _run(opt, objective, budget, choices, n_workers, executor, record)
+
+
+def _several_values(value: Any) -> bool:
+    """Whether an objective returned several values (a tuple, a dict, an array)."""
+    if isinstance(value, (tuple, list, Mapping)):
+        return True
+    size = getattr(value, "size", None)  # NumPy arrays; a tensor's is a method
+    size = value.numel() if isinstance(value, Tensor) else size
+    return isinstance(size, int) and size > 1
 
 
 def _fingerprint(objective: Any, pool: Tensor | None) -> dict[str, Any]:

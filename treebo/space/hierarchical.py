@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from treebo.space.parameter_tree import build_root
-from treebo.space.parameters import Choice, Real, Vertex
+from treebo.space.parameters import Choice, ConfigurationError, Real, Vertex
 from treebo.space.structure import TreeStructure, dependency_key
 
 
@@ -50,19 +50,21 @@ def read_hierarchical_dependencies(
     """
     bounds = torch.as_tensor(bounds, dtype=torch.float64)
     if bounds.dim() != 2 or bounds.shape[0] != 2:
-        raise ValueError(f"bounds must be 2 x d, got shape {tuple(bounds.shape)}.")
+        raise ConfigurationError(
+            f"bounds must be 2 x d, got shape {tuple(bounds.shape)}."
+        )
     d = bounds.shape[1]
     tree = TreeStructure(d, hierarchical_dependencies)
     names = list(names) if names is not None else [f"x{i}" for i in range(d)]
     if len(names) != d:
-        raise ValueError(f"names has {len(names)} entries for {d} columns.")
+        raise ConfigurationError(f"names has {len(names)} entries for {d} columns.")
     log_cols = set(log_scale)
     deps = tree.hierarchical_dependencies
     for c in sorted(log_cols):
         if not isinstance(c, int) or not 0 <= c < d:
-            raise ValueError(f"log_scale: {c!r} is not a column of 0..{d - 1}.")
+            raise ConfigurationError(f"log_scale: {c!r} is not a column of 0..{d - 1}.")
         if c in deps:
-            raise ValueError(
+            raise ConfigurationError(
                 f"log_scale: column {c} ({names[c]!r}) is a choice; only "
                 "continuous columns can be on a log scale."
             )

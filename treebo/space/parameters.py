@@ -38,7 +38,7 @@ class Real:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Real: name must be a non-empty string, got {self.name!r}."
             )
         for bound in ("lower", "upper"):
@@ -54,11 +54,11 @@ class Real:
                 f"Real {self.name!r}: log_scale must be a bool, got {self.log_scale!r}."
             )
         if not (math.isfinite(lo) and math.isfinite(up)) or not lo < up:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Real {self.name!r}: need finite lower < upper, got [{lo}, {up}]."
             )
         if self.log_scale and lo <= 0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Real {self.name!r}: log_scale needs lower > 0, got {lo}."
             )
 
@@ -122,7 +122,7 @@ class Integer:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Integer: name must be a non-empty string, got {self.name!r}."
             )
         for bound in ("low", "high"):
@@ -138,12 +138,12 @@ class Integer:
                 f"{self.log_scale!r}."
             )
         if not self.low < self.high:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Integer {self.name!r}: need low < high, got [{self.low}, "
                 f"{self.high}]."
             )
         if self.log_scale and self.low < 1:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Integer {self.name!r}: log_scale needs low >= 1, got {self.low}."
             )
 
@@ -204,7 +204,7 @@ class Categorical:
         self, name: str, values: Sequence[Hashable], ordered: bool = False
     ) -> None:
         if not isinstance(name, str) or not name:
-            raise ValueError(
+            raise ConfigurationError(
                 f"Categorical: name must be a non-empty string, got {name!r}."
             )
         labels = _checked_labels(f"Categorical {name!r}", values)
@@ -253,7 +253,9 @@ class Choice:
         self, name: str, options: Mapping[Hashable, Vertex] | Sequence[Hashable]
     ) -> None:
         if not isinstance(name, str) or not name:
-            raise ValueError(f"Choice: name must be a non-empty string, got {name!r}.")
+            raise ConfigurationError(
+                f"Choice: name must be a non-empty string, got {name!r}."
+            )
         if not isinstance(options, Mapping):
             labels = _checked_labels(
                 f"Choice {name!r}",
@@ -262,7 +264,7 @@ class Choice:
             )
             options = {label: Vertex() for label in labels}
         if len(options) == 0:
-            raise ValueError(f"Choice {name!r}: needs at least one option.")
+            raise ConfigurationError(f"Choice {name!r}: needs at least one option.")
         for label, child in options.items():
             _check_label(f"Choice {name!r}", label)
             if not isinstance(child, Vertex):
@@ -358,7 +360,7 @@ def _check_label(owner: str, label: Any) -> None:
             f"({type(label).__name__}); use a tuple instead of a list."
         )
     if isinstance(label, float) and math.isnan(label):
-        raise ValueError(f"{owner}: NaN is not a label.")
+        raise ConfigurationError(f"{owner}: NaN is not a label.")
 
 
 def _checked_labels(
@@ -375,12 +377,12 @@ def _checked_labels(
         raise TypeError(f"{owner}: {expected}, got {type(labels).__name__}.")
     labels = list(labels)
     if not labels:
-        raise ValueError(f"{owner}: needs at least one label.")
+        raise ConfigurationError(f"{owner}: needs at least one label.")
     for label in labels:
         _check_label(owner, label)
     merged = _merged_labels(labels)
     if merged:
-        raise ValueError(
+        raise ConfigurationError(
             f"{owner}: labels {merged} are equal as dict keys (e.g. 0, 0.0 and "
             "False); give distinct labels."
         )
@@ -423,7 +425,7 @@ def _as_integer(value: Any) -> int:
     """
     number = as_real_number(value)
     if not (math.isfinite(number) and number.is_integer()):
-        raise ValueError(repr(value))
+        raise ConfigurationError(repr(value))
     return int(number)
 
 

@@ -112,7 +112,9 @@ class TreeSpace:
                 "parameter or a Choice."
             )
         if sorted(c.column for c in self.columns.values()) != list(range(self.dim)):
-            raise ValueError("TreeSpace: columns must be a permutation of 0..d-1.")
+            raise ConfigurationError(
+                "TreeSpace: columns must be a permutation of 0..d-1."
+            )
         self.parameter_names = [
             name
             for name, _ in sorted(self.columns.items(), key=lambda kv: kv[1].column)
@@ -359,7 +361,9 @@ class TreeSpace:
         if X.dim() == 1:
             X = X.unsqueeze(0)
         if X.dim() != 2 or X.shape[-1] != self.dim:
-            raise ValueError(f"X must be n x {self.dim}, got shape {tuple(X.shape)}.")
+            raise ConfigurationError(
+                f"X must be n x {self.dim}, got shape {tuple(X.shape)}."
+            )
         X = X.detach().to(torch.float64).cpu()
         nan = X.isnan()
         X = self.canonicalize(torch.where(nan, self.bounds[0], X))
@@ -367,7 +371,7 @@ class TreeSpace:
         bad = (nan & active).nonzero()
         if bad.numel():
             row, col = bad[0].tolist()
-            raise ValueError(
+            raise ConfigurationError(
                 f"to_dicts: row {row} has NaN for the active parameter "
                 f"{self.parameter_names[col]!r}."
             )

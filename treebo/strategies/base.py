@@ -147,8 +147,14 @@ class Strategy(ABC):
             raise TypeError(
                 f"dtype must be a floating point torch.dtype, got {dtype!r}."
             )
+        if dtype not in (torch.float32, torch.float64):
+            raise ConfigurationError(
+                f"dtype must be torch.float64 (the default) or torch.float32, got "
+                f"{dtype}: a GP's Cholesky factor fails in half precision."
+            )
         self.options = options
         self.device = torch.device("cpu") if device is None else torch.device(device)
+        check_device(self.device)
         self.dtype = dtype
 
     def validate_space(self, space: TreeSpace) -> None:
@@ -229,6 +235,24 @@ class Strategy(ABC):
         """Restore what [`state_dict()`][treebo.strategies.base.Strategy.state_dict]
         returned."""
         del state  # stateless by default
+
+
+def check_device(device: torch.device) -> None:
+    """Refuse a device this PyTorch build or machine does not have, before anything
+    is evaluated.
+
+    Raises:
+        ConfigurationError: Naming ``device``.
+    """
+    available = {
+        "cuda": torch.cuda.is_available,
+        "mps": lambda: torch.backends.mps.is_available(),
+    }.get(device.type, lambda: True)
+    if not available():
+        raise ConfigurationError(
+            f"device: {device.type!r} is not available to this PyTorch "
+            f"({torch.__version__}) on this machine; use device='cpu'."
+        )
 
 
 def require_real_parameters(space: TreeSpace, model: str) -> None:
