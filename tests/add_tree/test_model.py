@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from botorch.fit import fit_gpytorch_mll
@@ -116,7 +118,7 @@ def test_construct_inputs_passes_the_tree():
     ds = SupervisedDataset(X, Y, feature_names=["a", "b", "c"], outcome_names=["y"])
     deps = {0: {0: [1], 1: [2]}}
     inputs = AddTreeGP.construct_inputs(ds, hierarchical_dependencies=deps)
-    assert inputs["hierarchical_dependencies"] == deps
+    assert inputs["hierarchical_dependencies"].hierarchical_dependencies == deps
     model = AddTreeGP(**inputs)
     assert model.tree.num_vertices == 3
     assert not model.covar_module.shared_component
@@ -201,3 +203,21 @@ def test_fast_posterior_matches_gpytorch_posterior():
     model.train()
     with pytest.raises(RuntimeError, match="eval"):
         model.posterior_mean_variance(Z)
+
+
+def test_a_dependency_value_no_row_takes_is_warned_about():
+    from treebo.add_tree.model import BranchWithoutDataWarning
+
+    space = Jenatton().space
+    X = space.sample(12, seed=0)
+    Y = Jenatton()(X).unsqueeze(-1)
+    deps = space.to_hierarchical_dependencies()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BranchWithoutDataWarning)
+        AddTreeGP(X, Y, deps)  # every branch has data
+        AddTreeGP(X[:1], Y[:1], space.tree)  # a treebo space's tree: not checked
+    root = space.columns["x1"].column
+    shifted = {root: {v + 1: cs for v, cs in deps[root].items()}}
+    shifted |= {p: b for p, b in deps.items() if p != root}
+    with pytest.warns(BranchWithoutDataWarning, match=f"column {root} .* value 2"):
+        AddTreeGP(X, Y, shifted)

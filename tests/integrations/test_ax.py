@@ -14,7 +14,7 @@ pytest.importorskip("ax")
 from ax.core.parameter import ChoiceParameter, ParameterType, RangeParameter  # noqa: E402
 from ax.core.search_space import SearchSpace  # noqa: E402
 
-from treebo import Choice, Real, TreeSpace, Vertex  # noqa: E402
+from treebo import Choice, ConfigurationError, Real, TreeSpace, Vertex  # noqa: E402
 from treebo.integrations.ax import (  # noqa: E402
     LOOP_MODEL_OPTIONS,
     add_tree_generation_strategy,
@@ -145,6 +145,15 @@ def test_unsupported_ax_parameters_are_named():
     bad = SearchSpace(parameters=[FixedParameter("n", ParameterType.INT, 3)])
     with pytest.raises(ValueError, match="'n'.*FixedParameter"):
         tree_space_from_ax(bad)
+    from ax.core.parameter_constraint import ParameterConstraint
+
+    x, y = (RangeParameter(n, ParameterType.FLOAT, 0.0, 1.0) for n in "xy")
+    constrained = SearchSpace(
+        parameters=[x, y],
+        parameter_constraints=[ParameterConstraint(inequality="x + y <= 1")],
+    )
+    with pytest.raises(ConfigurationError, match="parameter constraint.*x"):
+        tree_space_from_ax(constrained)
     with pytest.raises(ValueError, match="num_initial_trials"):
         add_tree_generation_strategy(num_initial_trials=0)
     with pytest.raises(ValueError, match="noise_floor must be > 0"):

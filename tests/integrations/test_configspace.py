@@ -114,6 +114,17 @@ def test_export_then_import_keeps_the_space():
     }
 
 
+def test_weights_are_refused_by_name_and_the_default_is_a_configuration():
+    cs = svm_forest_space()
+    space = tree_space_from_configspace(cs)
+    default = plain(cs.get_default_configuration())
+    assert_same(space.validate(default), default)
+    weighted = ConfigurationSpace()
+    weighted.add(Categorical("loss", ["l1", "l2"], weights=[0.9, 0.1]))
+    with pytest.raises(ConfigurationError, match="'loss': weights"):
+        tree_space_from_configspace(weighted)
+
+
 def test_what_is_not_a_tree_is_refused_by_name():
     cs = svm_forest_space()
     cs.add(ForbiddenEqualsClause(cs["kernel"], "linear"))

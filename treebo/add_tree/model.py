@@ -16,6 +16,7 @@ what Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020) maximizes vertex by ve
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -111,6 +112,44 @@ class _MomentPosterior(GPyTorchPosterior):
         return self._moments[1]
 
 
+class BranchWithoutDataWarning(UserWarning):
+    """A value of ``hierarchical_dependencies`` that no training row takes."""
+
+
+def warn_on_branches_without_data(train_X: Tensor, tree: TreeStructure) -> None:
+    """Warn about each branch of ``tree`` that no row of ``train_X`` is on.
+
+    Such a branch's columns are inactive everywhere, so a choice value that the data
+    encode differently from ``hierarchical_dependencies`` (labels shifted, an index for
+    a value) silently drops its parameters from the model. Early in a BO run a branch
+    may just not be visited yet: silence this with ``warnings.filterwarnings("ignore",
+    category=BranchWithoutDataWarning)``, or pass ``space.tree`` (a treebo space
+    encodes its own values), which is not checked.
+    """
+    if train_X.shape[-2] == 0:
+        return
+    active = tree.vertex_activity(train_X.detach()).reshape(-1, tree.num_vertices)
+    for v in (~active.any(0)).nonzero().flatten().tolist():
+        vertex = tree.vertices[v]
+        parent = vertex.parent
+        if parent is None or not bool(active[:, parent].any()):
+            continue  # the root, or below a branch already reported
+        owned = sorted(vertex.continuous_columns + vertex.choice_columns)
+        if not owned:
+            continue  # a value that activates nothing loses nothing
+        column, values = vertex.condition
+        warnings.warn(
+            f"hierarchical_dependencies: no training row on which column {column} "
+            f"is active takes the value {values[0] if len(values) == 1 else values}; "
+            f"the columns it activates, {owned}, are "
+            "inactive everywhere (expected while a BO run has not visited the "
+            "branch; otherwise: are the choice values encoded as in "
+            "hierarchical_dependencies?).",
+            BranchWithoutDataWarning,
+            stacklevel=3,
+        )
+
+
 class AddTreeGP(CachedSolveMixin, SingleTaskGP):
     r"""Single-task exact GP with an
     [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel].
@@ -184,6 +223,8 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         kernel_options = AddTreeKernelOptions(**kernel_options).as_kwargs()
         d = train_X.shape[-1]
         tree = as_tree_structure(d, hierarchical_dependencies)
+        if not isinstance(hierarchical_dependencies, TreeStructure):
+            warn_on_branches_without_data(train_X, tree)
         categorical_values = dict(categorical_values or {})
         numeric = [c for c in tree.continuous_columns if c not in categorical_values]
         if input_transform == DEFAULT:
@@ -264,7 +305,11 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         names = AddTreeKernelOptions.names()
         kernel_options = {k: kwargs.pop(k) for k in names if k in kwargs}
         inputs = super().construct_inputs(training_data=training_data, **kwargs)
-        inputs["hierarchical_dependencies"] = hierarchical_dependencies
+        # A structure, not a dict: Ax's data leave branches empty early in a run,
+        # which is no mistake of encoding (see warn_on_branches_without_data).
+        inputs["hierarchical_dependencies"] = as_tree_structure(
+            training_data.X.shape[-1], hierarchical_dependencies
+        )
         if categorical_values is None and categorical_features:
             X = training_data.X
             categorical_values = {

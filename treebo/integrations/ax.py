@@ -44,7 +44,14 @@ except ImportError as err:  # pragma: no cover - exercised without ax installed
     ) from err
 
 from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
-from treebo.space import Categorical, Choice, Integer, Real, TreeSpace
+from treebo.space import (
+    Categorical,
+    Choice,
+    ConfigurationError,
+    Integer,
+    Real,
+    TreeSpace,
+)
 from treebo.space.parameter_tree import build_root
 
 _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
@@ -78,10 +85,17 @@ def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
             allowed) and ``ChoiceParameter``\\ s, hierarchical or not.
 
     Raises:
-        ValueError: For parameter types treebo does not model (fixed
-            parameters), naming the parameter, or a parameter activated by
-            two different choices.
+        ConfigurationError: For parameter types treebo does not model (fixed
+            parameters), naming the parameter; a parameter activated by two
+            different choices; or parameter constraints (treebo's spaces have none:
+            the constraint is named, not dropped).
     """
+    if search_space.parameter_constraints:
+        raise ConfigurationError(
+            f"parameter constraint {search_space.parameter_constraints[0]} is not "
+            "supported (a treebo space has none); remove it, or encode it in the "
+            "objective (e.g. return a failure where it is violated)."
+        )
     params = search_space.parameters
     parent_of: dict[str, str] = {}
     for name, p in params.items():
@@ -89,12 +103,12 @@ def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
             for children in p.dependents.values():
                 for child in children:
                     if child not in params:
-                        raise ValueError(
+                        raise ConfigurationError(
                             f"parameter {name!r}: dependent {child!r} is not in "
                             "the search space."
                         )
                     if parent_of.setdefault(child, name) != name:
-                        raise ValueError(
+                        raise ConfigurationError(
                             f"parameter {child!r} is activated by both "
                             f"{parent_of[child]!r} and {name!r}; a tree needs one "
                             "parent."
@@ -111,7 +125,7 @@ def tree_space_from_ax(search_space: SearchSpace) -> TreeSpace:
             )
         if isinstance(p, ChoiceParameter):
             return Categorical(name, p.values, ordered=bool(p.is_ordered))
-        raise ValueError(
+        raise ConfigurationError(
             f"parameter {name!r}: {type(p).__name__} is not supported; "
             "remove fixed parameters before converting."
         )

@@ -3,25 +3,23 @@ r"""ConfigSpace integration: SMAC's ``ConfigurationSpace`` as a treebo space.
 A ``ConfigurationSpace`` whose conditions make each hyperparameter depend on at
 most one categorical parent is a tree-structured space:
 
-======================================== =========================================
-ConfigSpace treebo ========================================
-========================================= ``UniformFloatHyperparameter`` (``log``)
-[`Real`][treebo.space.parameters.Real] (``log_scale``) ``UniformIntegerHyperparameter``
-[`Integer`][treebo.space.parameters.Integer] ``CategoricalHyperparameter``
-[`Choice`][treebo.space.parameters.Choice] if some
-                                          hyperparameter is conditioned on it, else
-                                          [`Categorical`][treebo.space.parameters.Categorical]
-``OrdinalHyperparameter`` the same, ``ordered=True`` ``Constant`` a
-[`Categorical`][treebo.space.parameters.Categorical] of one
-                                          value
-``EqualsCondition``, ``InCondition``,     the child under the parent's options
-``NotEqualsCondition``, and ``And``/      that the condition admits (several
-``OrConjunction`` of them on one parent   options: a shared parameter)
-========================================  =========================================
+- ``UniformFloatHyperparameter`` (``log``): [`Real`][treebo.space.parameters.Real]
+  (``log_scale``); ``UniformIntegerHyperparameter``:
+  [`Integer`][treebo.space.parameters.Integer].
+- ``CategoricalHyperparameter``: a [`Choice`][treebo.space.parameters.Choice] if some
+  hyperparameter is conditioned on it, else a
+  [`Categorical`][treebo.space.parameters.Categorical]; ``OrdinalHyperparameter``: the
+  same, ``ordered=True``; ``Constant``: a one-value categorical.
+- ``EqualsCondition``, ``InCondition``, ``NotEqualsCondition`` and ``And``/``Or``
+  conjunctions of them on one parent: the child sits under the parent's options that
+  the condition admits (several options: a shared parameter).
 
-Forbidden clauses, conditions on two parents or on a numeric parent, and
-non-uniform distributions have no treebo counterpart and are refused with an
-error that names them. Names and values carry over, so a configuration of the
+Forbidden clauses, conditions on two parents or on a numeric parent, non-uniform
+distributions and categorical ``weights`` have no treebo counterpart and are refused
+with an error that names them. Default values are not part of a treebo space (the
+loop starts from its own design): to evaluate the default configuration first, tell
+it, ``opt.tell(dict(cs.get_default_configuration()), value)``; it is a configuration
+of the converted space. Names and values carry over, so a configuration of the
 treebo space is a valid ``Configuration`` of the ``ConfigurationSpace`` (and the
 other way round): the same names, the same values, inactive parameters absent.
 
@@ -174,6 +172,12 @@ def _parameter(hp: Any, children: dict[Hashable, list[str]] | None, vertex) -> A
     if isinstance(hp, CS.UniformIntegerHyperparameter):
         return Integer(name, hp.lower, hp.upper, log_scale=bool(hp.log))
     if isinstance(hp, (CS.CategoricalHyperparameter, CS.OrdinalHyperparameter)):
+        weights = getattr(hp, "weights", None)
+        if weights is not None and len(set(weights)) > 1:
+            raise ConfigurationError(
+                f"hyperparameter {name!r}: weights {tuple(weights)} are not supported "
+                "(a treebo space has no prior over labels); remove them."
+            )
         labels = _labels(hp)
         if children:
             return Choice(name, {v: vertex(children.get(v, [])) for v in labels})
