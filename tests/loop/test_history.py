@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from treebo.loop import History, Trial
@@ -36,3 +37,20 @@ def test_best_is_the_first_of_equal_values_and_skips_failures():
     assert history.best(maximize=False).index == 2
     assert history.best(maximize=True).index == 0
     assert history == history.as_list() and history.kinds == ("bo",) * 4
+
+
+def test_trials_dataframe_has_a_row_per_trial_and_a_column_per_parameter():
+    pd = pytest.importorskip("pandas")
+    from treebo import minimize
+    from treebo.test_functions import Jenatton
+
+    problem = Jenatton()
+    result = minimize(problem.objective, problem.space, budget=6, seed=0)
+    frame = result.trials_dataframe()
+    assert isinstance(frame, pd.DataFrame) and len(frame) == 6
+    assert list(frame["number"]) == list(range(6))
+    assert list(frame["value"]) == [t.value for t in result.history]
+    assert {f"params_{n}" for n in problem.space.parameter_names} <= set(frame.columns)
+    for row, trial in zip(frame.itertuples(), result.history, strict=True):
+        assert trial.params["x1"] == row.params_x1
+        assert pd.isna(row.params_x2) == ("x2" not in trial.params)

@@ -80,6 +80,50 @@ class OptimizationResult:
         """The objective value of every trial (``None`` for failures)."""
         return [t.value for t in self.history]
 
+    def trials_dataframe(self) -> Any:
+        """The trials as a pandas ``DataFrame``, one row per trial (as Optuna's
+        ``Study.trials_dataframe()``).
+
+        Columns: ``number``, ``value`` (NaN for a failure), ``status``, ``kind``,
+        ``params_<name>`` for every parameter that any trial set (NaN or ``None`` where
+        inactive), ``proposal_seconds``, ``eval_seconds``, ``sem`` and ``error``.
+
+        Example:
+            >>> result = OptimizationResult(
+            ...     {"x": 0.5}, 1.0, [Trial(0, {"x": 0.5}, 1.0), Trial(1, {}, None)]
+            ... )
+            >>> result.trials_dataframe()[["number", "value", "params_x"]]
+               number  value  params_x
+            0       0    1.0       0.5
+            1       1    NaN       NaN
+        """
+        try:
+            import pandas as pd
+        except ImportError as err:  # pragma: no cover - exercised without pandas
+            raise ImportError(
+                "trials_dataframe() needs pandas: pip install 'treebo[pandas]'."
+            ) from err
+
+        names = list(dict.fromkeys(n for t in self.history for n in t.params))
+        rows = [
+            {
+                "number": t.index,
+                "value": math.nan if t.value is None else t.value,
+                "status": t.status,
+                "kind": t.kind,
+                **{f"params_{n}": t.params.get(n) for n in names},
+                "proposal_seconds": t.proposal_seconds,
+                "eval_seconds": t.eval_seconds,
+                "sem": t.sem,
+                "error": t.error,
+            }
+            for t in self.history
+        ]
+        columns = ["number", "value", "status", "kind"]
+        columns += [f"params_{n}" for n in names]
+        columns += ["proposal_seconds", "eval_seconds", "sem", "error"]
+        return pd.DataFrame(rows, columns=columns)
+
     def best_so_far(self, maximize: bool | None = None) -> list[float]:
         """Running best value after each evaluation (NaN before the first success),
         in the run's direction unless ``maximize`` is given."""
