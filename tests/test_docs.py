@@ -73,3 +73,52 @@ def test_docstrings_use_the_renderers_markup(name):
     source = Path(importlib.import_module(name).__file__).read_text()
     found = [m.group(0).strip() for m in SPHINX_MARKUP.finditer(source)]
     assert not found, f"{name} uses Sphinx markup: {found[:5]}"
+
+
+#: The pages whose ``python`` blocks are run, each page's in order in one namespace
+#: (as a notebook): every snippet a reader copies runs as written.
+PAGES = [
+    "README.md",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "models").glob("*.md")),
+]
+#: A block right after this comment is not run (a GPU, a cluster); the comment says
+#: why, on the page.
+NOT_RUN = "<!-- not run:"
+BLOCK = re.compile(r"^([ \t]*)```python\n(.*?)^\1```", re.S | re.M)
+
+
+def python_blocks(text: str) -> list[str]:
+    """The page's ``python`` blocks that are run, dedented."""
+    blocks = []
+    for match in BLOCK.finditer(text):
+        before = text[: match.start()].rstrip().splitlines()
+        if before and before[-1].strip().startswith(NOT_RUN):
+            continue
+        indent = len(match.group(1))
+        blocks.append("\n".join(line[indent:] for line in match.group(2).splitlines()))
+    return blocks
+
+
+def smoke(code: str) -> str:
+    """The snippet with budgets cut to a few evaluations (and MCMC to a few
+    sweeps)."""
+    code = re.sub(r"budget=(\d+)", lambda m: f"budget={min(int(m.group(1)), 6)}", code)
+    return re.sub(r"num_sweeps=(\d+), burn_in=(\d+)", "num_sweeps=40, burn_in=20", code)
+
+
+@pytest.mark.snippets  # CI runs them beside the tutorials (.ci/run)
+@pytest.mark.parametrize("page", PAGES)
+def test_every_snippet_of_a_page_runs_as_written(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # snippets that write files write them here
+    blocks = python_blocks((ROOT / page).read_text())
+    namespace: dict = {"__name__": "__main__"}
+    for i, code in enumerate(blocks):
+        exec(compile(smoke(code), f"{page} (python block {i + 1})", "exec"), namespace)
+
+
+def test_the_snippet_collection_finds_and_skips_blocks():
+    text = "a\n```python\nx = 1\n```\n<!-- not run: a GPU -->\n```python\ny\n```\n"
+    text += "- item\n\n  ```python\n  z = 2\n  ```\n"
+    assert python_blocks(text) == ["x = 1", "z = 2"]
+    assert smoke("minimize(f, s, budget=50)") == "minimize(f, s, budget=6)"
