@@ -8,12 +8,16 @@ import pytest
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
+from treebo import minimize  # noqa: E402
 from treebo.loop.history import OptimizationResult, Trial  # noqa: E402
 from treebo.plot import (  # noqa: E402
     best_so_far_curves,
     path_label,
     plot_best_so_far,
+    plot_contour,
+    plot_importances,
     plot_paths,
+    plot_slice,
     plot_timing,
     plot_tree,
     plot_trials,
@@ -58,7 +62,7 @@ def test_the_best_value_curve_is_the_median_with_the_quartile_band():
     assert len(ax.collections) == 1  # no band for a single run
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
         "treebo (3 runs)",
-        "one (1 runs)",
+        "one (1 run)",
     ]
 
 
@@ -70,7 +74,8 @@ def test_trials_are_coloured_by_path_and_failures_marked():
     assert left == "x1=0, x2=0" and right == "x1=1, x3=1"
     np.testing.assert_array_equal(offsets[left], [[0, 1.0], [3, 0.5]])
     np.testing.assert_array_equal(offsets[right], [[1, 2.0]])
-    np.testing.assert_array_equal(offsets["failed"], [[2, 0.5]])
+    np.testing.assert_array_equal(offsets["failed"], [[2, 0.05]])  # a strip apart
+    assert ax.get_ylim()[0] < 0.5 - 0.1  # the strip lies below every value
 
 
 def test_paths_count_evaluations_and_show_their_best():
@@ -124,3 +129,34 @@ def test_a_maximized_run_is_drawn_in_its_own_direction():
     assert [t.get_text() for t in ax.texts] == ["best 3"]
     with pytest.raises(ValueError, match="maximize"):
         best_so_far_curves([result, run([1.0])])
+
+
+def test_best_so_far_is_a_step_curve_with_a_log_axis_for_regrets_and_says_when_empty():
+    ax = plot_best_so_far(run([1e-1, 1e-4, 1e-6])).axes[0]
+    assert ax.get_yscale() == "log"  # positive, six decades
+    assert ax.get_legend().get_texts()[0].get_text() == "treebo (1 run)"
+    assert plot_best_so_far(run([3.0, 1.0])).axes[0].get_yscale() == "linear"
+    empty = plot_best_so_far(run([None, None])).axes[0]
+    assert [t.get_text() for t in empty.texts] == ["no successful evaluations"]
+
+
+def test_slice_importances_and_contour_draw_what_the_run_saw():
+    problem = Jenatton()
+    result = minimize(problem.objective, problem.space, budget=10, seed=0)
+    fig = plot_slice(result, problem.space, params=["x1", "x4", "r8"])
+    first = fig.axes[0]
+    points = np.concatenate([c.get_offsets() for c in first.collections])
+    assert len(points) == 10  # x1 is on every path
+    with pytest.raises(ValueError, match="'nope'"):
+        plot_slice(result, problem.space, params=["nope"])
+    ax = plot_importances(result, problem.space).axes[0]
+    widths = [p.get_width() for p in ax.patches]
+    assert widths == sorted(widths, reverse=True) and sum(widths) == pytest.approx(1)
+    best = result.best_params
+    shared = "r8" if "r8" in best else "r9"
+    leaf = next(n for n in ("x4", "x5", "x6", "x7") if n in best)
+    fig = plot_contour(result, problem.space, shared, leaf, resolution=8)
+    assert fig.axes[0].get_xlabel() == shared
+    other = next(n for n in ("x4", "x5", "x6", "x7") if n not in best)
+    with pytest.raises(ValueError, match="not active in the recommended"):
+        plot_contour(result, problem.space, shared, other)

@@ -144,7 +144,7 @@ def _plot(args: argparse.Namespace) -> int:
     result = read_checkpoint(args.checkpoint, space)
     fig = plt.figure(figsize=(12, 8))
     grid = fig.add_gridspec(2, 2)
-    plot_best_so_far({"run": result}, ax=fig.add_subplot(grid[0, 0]))
+    plot_best_so_far({"run": result}, log_y=args.log_y, ax=fig.add_subplot(grid[0, 0]))
     plot_paths(result, space, ax=fig.add_subplot(grid[0, 1]))
     plot_tree(result, space, ax=fig.add_subplot(grid[1, :]))
     fig.tight_layout()
@@ -213,6 +213,13 @@ def parser() -> argparse.ArgumentParser:
         if name == "plot":
             sub.add_argument(
                 "--out", default="treebo_run.png", help="image file to write"
+            )
+            sub.add_argument(
+                "--log-y",
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help="a log value axis (default: where the values are positive and "
+                "span more than two decades)",
             )
         sub.set_defaults(handler=handler)
     # Listed for --help; main() hands its arguments to treebo.demo.
