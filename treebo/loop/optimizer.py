@@ -102,10 +102,9 @@ class TreeOptimizer:
             [`CheckpointInUseError`][treebo.loop.checkpoint.CheckpointInUseError]. A
             newer optimizer of this process on the same file takes it over, and the
             older one raises that error if told again.
-        fingerprint: What the run evaluates, as JSON data that the checkpoint records
-            and a resumed run must match: [`minimize()`][treebo.loop.run.minimize]
-            records its objective's name and source hash and its candidate pool's
-            hash, so an edited objective does not resume an old run's checkpoint.
+        fingerprint: JSON data that identifies what the run evaluates; a resumed run
+            must match it ([`minimize()`][treebo.loop.run.minimize] records its
+            objective's name and source hash and its pool's hash).
 
     Example:
         >>> import pathlib, tempfile
@@ -147,8 +146,7 @@ class TreeOptimizer:
                 "variances; use noise='infer' or an Add-Tree model."
             )
         n_initial = initial_size(space, n_initial)
-        if seed is not None:
-            seed = check_count(seed, "seed", 0, MAX_SEED)
+        seed = None if seed is None else check_count(seed, "seed", 0, MAX_SEED)
         if not isinstance(maximize, bool):
             raise TypeError(f"maximize must be a bool, got {maximize!r}.")
         if checkpoint is not None and Path(checkpoint).is_dir():
