@@ -1,3 +1,6 @@
+import copy
+import functools
+
 import pytest
 import torch
 
@@ -13,10 +16,17 @@ def _data(n=30, d=4, seed=0):
     return X, Y
 
 
-def _fitted(edges=((0, 1), (2, 1))):
+@functools.cache
+def _fitted_once(edges):
     X, Y = _data()
     model = TreeAdditiveGP(X, Y, edges=torch.tensor(edges))
     return fit_model(model), X
+
+
+def _fitted(edges=((0, 1), (2, 1))):
+    """A fitted model of its own (a copy of one fit shared by the tests)."""
+    model, X = _fitted_once(edges)
+    return copy.deepcopy(model), X
 
 
 def test_component_means_sum_to_the_posterior_mean():
