@@ -70,6 +70,10 @@ def test_normalized_regret_matches_a_hand_computation():
     )
     record = {"values": trace, "pool_min": low, "pool_max": high}
     np.testing.assert_allclose(hpob.normalized_regret(record), expected)
+    # HPO-B's "after k trials" counts the trials beyond the 5 initial rows.
+    long = {**record, "values": [low] * 5 + trace}
+    assert [hpob.regret_after(long, k) for k in (1, 2, 4)] == [1.0, 0.5, 0.0]
+    assert np.isnan(hpob.regret_after(long, 5))
 
 
 def test_a_short_run_evaluates_distinct_pool_rows_from_the_shared_start():
@@ -79,5 +83,5 @@ def test_a_short_run_evaluates_distinct_pool_rows_from_the_shared_start():
         assert len(set(record["rows"])) == 8
         assert record["rows"][:5] == hpob.initial_rows(task, 1)
         assert record["values"] == [float(task.accuracy[i]) for i in record["rows"]]
-    lines = hpob.table(list(runs.values()), checkpoints=(5, 8))
+    lines = hpob.table(list(runs.values()), checkpoints=(1, 3))
     assert lines[2].startswith("| random (1 tasks) | 1 |")
