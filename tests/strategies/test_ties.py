@@ -77,3 +77,17 @@ def test_the_loop_spends_a_bounded_share_of_its_trials_on_ties():
     # Plain LogEI stays on the 0.86 plateau; the exploring steps leave it.
     assert tied_share(NoTies(FAST)) > 0.8
     assert tied_share(AddTreeStrategy(FAST)) <= 0.6
+
+
+def test_the_per_leaf_families_explore_after_a_tie_too():
+    space, pool, values = plateau_pool()
+    opt = TreeOptimizer(space, model="independent", maximize=True, n_initial=4, seed=0)
+    configs = space.to_dicts(pool[:4])
+    for config, value in zip(configs, [0.66, 0.86, 0.66, 0.86], strict=True):
+        opt.tell(config, value)  # the last one ties the best
+    opt.ask()
+    assert opt.pending and opt.strategy.last_model is not None
+    params = opt.pending[0]
+    assert opt.tell(params, 0.5).kind == "explore"
+    opt.tell(opt.ask(), 0.1)  # no tie before this proposal: expected improvement
+    assert opt.history[-1].kind == "bo"

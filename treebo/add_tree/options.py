@@ -18,10 +18,6 @@ from treebo.strategies.validation import check_count, check_positive
 
 LOCAL_MEANS = ("constant", "auto")
 
-#: The global model's noise floor (standardized outcomes) where the objective is
-#: deterministic: low enough to interpolate, high enough to factor.
-DETERMINISTIC_NOISE_FLOOR = 1e-6
-
 
 @dataclass(frozen=True)
 class LocalStepOptions:

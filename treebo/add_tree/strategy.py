@@ -41,18 +41,18 @@ from treebo.add_tree.kernel_options import AddTreeKernelOptions
 from treebo.add_tree.local_steps import LocalSteps
 from treebo.add_tree.model import AddTreeGP
 from treebo.add_tree.optimize import optimize_add_tree_ucb
-from treebo.add_tree.options import (
-    DETERMINISTIC_NOISE_FLOOR,
-    AddTreeOptions,
-    AddTreeUCBOptions,
-)
+from treebo.add_tree.options import AddTreeOptions, AddTreeUCBOptions
 from treebo.add_tree.ucb import AddTreeUCB
 from treebo.gp.fit import (
     loo_log_densities,
     noise_floor_likelihood,
     predicts_better,
 )
-from treebo.gp.noise import INFERRED_NOISE_FLOOR, inferred_noise_likelihood
+from treebo.gp.noise import (
+    DETERMINISTIC_NOISE_FLOOR,
+    INFERRED_NOISE_FLOOR,
+    inferred_noise_likelihood,
+)
 from treebo.optim.mixed import lists_paths, optimize_acqf_mixed_tree
 from treebo.optim.pool import optimize_acqf_pool
 from treebo.optim.tree_optimize import TreeCandidate, optimize_acqf_tree

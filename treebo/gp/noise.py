@@ -40,6 +40,10 @@ NOISE_MODES = ("infer", "deterministic")
 #: Lower bound of an inferred noise variance on standardized outcomes (BoTorch's).
 INFERRED_NOISE_FLOOR = 1e-4
 
+#: The noise floor (standardized outcomes) where the objective is deterministic: low
+#: enough to interpolate, high enough to factor.
+DETERMINISTIC_NOISE_FLOOR = 1e-6
+
 #: Location and scale of the log-normal prior of an inferred noise variance.
 INFERRED_NOISE_PRIOR = (-4.0, 1.0)
 

@@ -2,15 +2,18 @@ r"""The loop's strategies for Jenatton et al.'s models: ``"jenatton_tree"``,
 ``"jenatton_tree_nonlinear"`` and ``"independent"``.
 
 Each proposal fits the model to the observations
-([`fit_leaf_gp()`][treebo.jenatton.fit.fit_leaf_gp]) and takes Jenatton et al.'s
-two steps: maximize expected improvement (LogEI) within each leaf, then pick
-the leaf whose maximum is highest. Both run in one batch over all leaves
-([`optimize_acqf_tree()`][treebo.optim.tree_optimize.optimize_acqf_tree]:
-random starts per leaf, then L-BFGS-B on each leaf's own columns). Pending
-configurations enter through Monte Carlo ``qLogExpectedImprovement`` with
-``X_pending`` (the model's joint posterior over them). The models are fitted
-from their defaults at every proposal, so the strategies keep no state and a
-resumed run continues exactly.
+([`fit_leaf_gp()`][treebo.jenatton.fit.fit_leaf_gp]; the noise is inferred under
+a log-normal prior of median about 0.02, as BoTorch's) and takes Jenatton et al.'s
+two steps: maximize expected improvement (LogEI) within each leaf, then pick the
+leaf whose maximum is highest. After an evaluation that ties the best score exactly, the
+proposal maximizes the posterior standard deviation instead, as the Add-Tree
+strategies do ([`treebo.strategies.ties`][treebo.strategies.ties]). Both run in one
+batch over all leaves
+([`optimize_acqf_tree()`][treebo.optim.tree_optimize.optimize_acqf_tree]: random
+starts per leaf, then L-BFGS-B on each leaf's own columns). Pending configurations
+enter through Monte Carlo ``qLogExpectedImprovement`` with ``X_pending`` (the model's
+joint posterior over them). The models are fitted from their defaults at every
+proposal, so the strategies keep no state and a resumed run continues exactly.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition.analytic import PosteriorStandardDeviation
 from botorch.exceptions import ModelFittingError
 
 from treebo.jenatton.fit import FIT_MAXITER, fit_leaf_gp
@@ -29,6 +33,7 @@ from treebo.optim.tree_optimize import optimize_acqf_tree
 from treebo.space import ConfigurationError, TreeSpace
 from treebo.strategies.base import Observations, Proposal, Strategy, register_strategy
 from treebo.strategies.expected_improvement import log_ei
+from treebo.strategies.ties import ties_the_best
 from treebo.strategies.validation import check_count, check_positive
 
 
@@ -129,9 +134,12 @@ class _LeafStrategy(Strategy):
 
     def acquisition(self, observations: Observations) -> AcquisitionFunction:
         """LogEI on the fitted model; with pending configurations, Monte
-        Carlo qLogEI over them."""
+        Carlo qLogEI over them; after a tie with the best score, the posterior
+        standard deviation."""
         obs = observations
         model = self.fit(obs)
+        if ties_the_best(obs.y, obs.failed):
+            return PosteriorStandardDeviation(model)
         return log_ei(model, obs.y.max(), obs.X_pending.to(obs.X), obs.seed)
 
     def propose(self, observations: Observations) -> Proposal:
@@ -146,7 +154,8 @@ class _LeafStrategy(Strategy):
             seed=observations.seed,
         )
         self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
-        return Proposal(best.candidate.reshape(-1), "bo")
+        explore = isinstance(acqf, PosteriorStandardDeviation)
+        return Proposal(best.candidate.reshape(-1), "explore" if explore else "bo")
 
 
 @register_strategy
