@@ -210,7 +210,7 @@ def test_add_tree_gp_runs_inside_ax_on_jenatton():
     problem = Jenatton()
     # AddTreeGP's own defaults: Definition 4 exactly.
     strategy = run_ax(
-        ax_search_space(problem.space), problem.objective, 6, 9, model_options={}
+        ax_search_space(problem.space), problem.objective, 6, 7, model_options={}
     )
     adapter = strategy.current_node.generator_spec_to_gen_from._fitted_adapter
     model = adapter.generator.surrogate.model
@@ -221,7 +221,7 @@ def test_add_tree_gp_runs_inside_ax_on_jenatton():
     # only the root (no continuous parameter), so their covariance is exactly 0;
     # points on one path share every vertex of it.
     X = model.train_inputs[0]
-    assert X.shape[-2] == 8  # fitted before the last (9th) trial
+    assert X.shape[-2] == 6  # fitted before the last (7th) trial
     with torch.no_grad():
         K = model.covar_module(X).to_dense()
     names = adapter.generator.surrogate.training_data[0].feature_names

@@ -33,10 +33,10 @@ def test_failures_are_recorded_and_the_loop_goes_on():
             return float("nan")
         return problem.objective(params)
 
-    result = minimize(flaky, problem.space, budget=12, seed=1, n_initial=5, model=FAST)
+    result = minimize(flaky, problem.space, budget=9, seed=1, n_initial=5, model=FAST)
     statuses = [t.status for t in result.history]
     assert statuses.count("failed") == sum(
-        1 for i in range(1, 13) if i % 3 == 0 or i % 4 == 0
+        1 for i in range(1, 10) if i % 3 == 0 or i % 4 == 0
     )
     failed = [t for t in result.history if t.status == "failed"]
     assert any("simulator crashed" in t.error for t in failed)

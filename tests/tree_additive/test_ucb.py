@@ -1,3 +1,5 @@
+import copy
+import functools
 import math
 
 import pytest
@@ -7,11 +9,17 @@ from treebo.acquisition import TreeAdditiveUCB, tree_additive_beta
 from treebo.models import TreeAdditiveGP, fit_model
 
 
-def _model():
+@functools.cache
+def _fitted_once():
     g = torch.Generator().manual_seed(0)
     X = torch.rand(25, 4, generator=g, dtype=torch.float64)
     Y = torch.sin(5 * X[:, :1] * X[:, 1:2]) + X[:, 2:3] - X[:, 3:]
     return fit_model(TreeAdditiveGP(X, Y, edges=torch.tensor([[1, 0], [1, 3]])))
+
+
+def _model():
+    """A fitted model of its own (a copy of one fit shared by the tests)."""
+    return copy.deepcopy(_fitted_once())
 
 
 @pytest.mark.parametrize("maximize", [True, False])
