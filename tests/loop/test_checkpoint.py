@@ -280,3 +280,20 @@ def test_an_edited_objective_or_another_pool_does_not_resume_a_run(tmp_path):
     with pytest.raises(CheckpointMismatchError, match="fingerprint.candidates"):
         minimize(_objective_v1, problem.space, budget=3, seed=0, checkpoint=pooled,
                  candidates=pool[:19])  # fmt: skip
+
+
+def test_a_variant_strategys_checkpoint_does_not_resume_under_the_registered_one(
+    tmp_path,
+):
+    from treebo.add_tree import AddTreeStrategy
+
+    class Variant(AddTreeStrategy):
+        """A behaviour change under the registered name."""
+
+    problem = Jenatton()
+    path = tmp_path / "run.jsonl"
+    TreeOptimizer(problem.space, model=Variant(), seed=0, checkpoint=path).close()
+    refused = r"model: checkpoint .add_tree \(tests"
+    with pytest.raises(CheckpointMismatchError, match=refused):
+        TreeOptimizer(problem.space, seed=0, checkpoint=path)
+    TreeOptimizer(problem.space, model=Variant(), seed=0, checkpoint=path).close()

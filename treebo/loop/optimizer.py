@@ -1,5 +1,4 @@
-r"""Ask/tell Bayesian optimization on a
-[`TreeSpace`][treebo.space.tree_space.TreeSpace].
+r"""Ask/tell Bayesian optimization over a tree-structured search space.
 
 [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer] is the loop's core: the history,
 the pending configurations, the initial design, failed evaluations and checkpoints. What
@@ -51,7 +50,12 @@ from treebo.loop.outcomes import parse_outcome, standardize_scores, standardized
 from treebo.loop.recommendation import recommend
 from treebo.space import ConfigurationError, TreeSpace
 from treebo.space.parameters import as_real_number
-from treebo.strategies.base import Observations, Strategy, make_strategy
+from treebo.strategies.base import (
+    Observations,
+    Strategy,
+    make_strategy,
+    strategy_identity,
+)
 from treebo.strategies.validation import check_count
 
 #: A told configuration matches a pending one if its encoding differs by at
@@ -80,9 +84,8 @@ class TreeOptimizer:
             [`Strategy`][treebo.strategies.base.Strategy] (which also sets the device
             and dtype of the models: ``AddTreeStrategy(device="cuda")``).
         maximize: Maximize instead of minimize the objective.
-        n_initial: Size of the initial design (default: number of paths + 1,
-            between 5 and 20).
-        seed: Seed of the initial design and the optimizers.
+        n_initial: Size of the initial design (default: paths + 1, in [5, 20]).
+        seed: Seed of the initial design and the optimizers, in ``[0, 2**32)``.
         noise: What is known of the objective's noise
             ([`treebo.gp.noise`][treebo.gp.noise]): ``"infer"`` (the default: the
             model fits the noise variance under a prior, so noisy, tied and
@@ -90,10 +93,9 @@ class TreeOptimizer:
             configuration always gives the same value: the model interpolates and
             local steps refine the incumbent to many digits), or a number, the noise
             variance of every evaluation in the objective's units
-            (``tell(..., sem=s)`` gives one evaluation's standard error instead).
-            Except where deterministic,
-            [`result()`][treebo.loop.optimizer.TreeOptimizer.result] recommends the
-            evaluated configuration the model predicts best.
+            (``tell(..., sem=s)``: one evaluation's standard error). Except where
+            deterministic, [`result()`][treebo.loop.optimizer.TreeOptimizer.result]
+            recommends the evaluated configuration the model predicts best.
         checkpoint: A journal file (JSON lines) that every evaluation is appended to as
             soon as it is told; if it exists, the run resumes from it (it must have the
             same settings). One process at a time holds it (a lock beside it, released
@@ -170,7 +172,7 @@ class TreeOptimizer:
         self._initial_design = design
         self._identity = run_identity(
             space,
-            self.strategy.name,
+            strategy_identity(self.strategy),
             self.strategy.options_dict(),
             seed,
             self.maximize,
@@ -201,19 +203,17 @@ class TreeOptimizer:
         predicted value, so the workers get different configurations.
 
         Args:
-            candidates: A pool to choose from (a tabular benchmark, a
-                pre-computed design, the settings a lab can run): a list of
-                configurations, or their ``m x d`` encoding
-                (``space.to_tensor(configs)``, faster for large pools). The
-                answer is then a pool configuration that is neither evaluated
-                nor pending: a random one during the initial design, else the
-                one of highest acquisition value (scored in chunks, so pools
-                of 10^5 configurations and more fit in memory).
+            candidates: A pool to choose from (a tabular benchmark, a pre-computed
+                design): configurations, a ``DataFrame`` or their ``m x d`` encoding
+                (``space.to_tensor(configs)``, faster for large pools). The answer is
+                a pool configuration neither evaluated nor pending: a random one
+                during the initial design, else the one of highest acquisition value
+                (scored in chunks: pools of 10^5 configurations fit in memory).
 
         Raises:
-            ValueError: If ``candidates`` is empty, is not a configuration
-                list or encoding of this space, or holds nothing that is not
-                evaluated or pending.
+            ValueError: If ``candidates`` is empty, not of this space, or holds
+                nothing that is neither evaluated nor pending.
+            TypeError: If ``candidates`` is not a pool (a number, a dict).
         """
         n_done = len(self.history) + len(self._pending)
         fresh = None if candidates is None else self._fresh(candidates)

@@ -286,6 +286,22 @@ def register_strategy(cls: type[Strategy]) -> type[Strategy]:
     return cls
 
 
+def strategy_identity(strategy: Strategy) -> str:
+    """What a checkpoint records of a strategy: its registered name, and for any
+    other class (a subclass that changes behaviour) the class's qualified name too,
+    so that a variant's checkpoint does not resume under the registered strategy.
+
+    Example:
+        >>> import treebo.add_tree
+        >>> strategy_identity(make_strategy("add_tree"))
+        'add_tree'
+    """
+    cls = type(strategy)
+    if STRATEGIES.get(strategy.name) is cls:
+        return strategy.name
+    return f"{strategy.name} ({cls.__module__}.{cls.__qualname__})"
+
+
 def make_strategy(model: str | Any) -> Strategy:
     """The strategy that ``model`` stands for.
 
