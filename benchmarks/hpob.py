@@ -246,6 +246,9 @@ def paired_against(
         for i, _ in enumerate(checkpoints):
             diff = np.array([ours[i] - theirs[i] for ours, theirs in pairs])
             diff = diff[np.isfinite(diff)]
+            if not len(diff):  # runs too short for this checkpoint
+                cells.append("-")
+                continue
             lower, higher = int((diff < 0).sum()), int((diff > 0).sum())
             p = wilcoxon(diff, zero_method="zsplit").pvalue if lower + higher else 1.0
             cells.append(f"{lower} / {higher} (p = {p:.2g})")
