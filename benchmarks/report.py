@@ -54,6 +54,12 @@ seeds where treebo is lower / equal / higher, and the two-sided sign-test
 p-value of that split (ties left out). Seconds per proposal are medians over
 all proposals; records made on different days or machines are not timed
 against each other.
+
+Which default a `treebo` row measures: the conditional suite (P1(a), P1(b), P2),
+the noisy suite, the diverged evaluation and HPO-B were run with the current
+default (the noise inferred, an exploring step after a tie with the best score);
+the other tables' `treebo` rows were run before that change (the noise at a 1e-6
+floor) and are to be re-run.
 """
 
 

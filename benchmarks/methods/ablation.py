@@ -18,7 +18,10 @@ adds one part of the pre-noise default loop back (``plain+PART``) or removes one
 ==============  ===============================================================
 
 ``treebo_no_ties`` is the default loop without the exploring step after a tie
-(:mod:`treebo.strategies.ties`); no other variant has it. ``treebo_all_parts`` and
+(:mod:`treebo.strategies.ties`); no other variant has it. ``treebo_plugin_ei`` is the
+default loop whose LogEI improves on the best posterior mean at the evaluated
+configurations (plug-in EI) where the noise is not negligible, instead of on the best
+noisy score. ``treebo_all_parts`` and
 ``treebo_deterministic`` are the default loop as it was before noise was inferred (the
 run's ``noise`` taken as ``"deterministic"``).
 
@@ -29,6 +32,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
+
+import torch
+from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement
+from torch import Tensor
 
 from treebo.add_tree import AddTreeOptions, AddTreeStrategy
 from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
@@ -102,6 +109,25 @@ class NoTies(AddTreeStrategy):
         return False
 
 
+class PlugInEI(AddTreeStrategy):
+    """The default Add-Tree strategy with plug-in LogEI where the noise matters: the
+    improvement is over the best posterior mean at the evaluated configurations, not
+    over the best (noise-inflated) score."""
+
+    name = "add_tree_plugin_ei"
+
+    def fit(self, observations: Observations) -> AddTreeGP:
+        self.observed_X = observations.X
+        return super().fit(observations)
+
+    def acquisition_of(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
+        if self.resolves_locally(model):
+            return super().acquisition_of(model, y)
+        with torch.no_grad():
+            best = model.posterior(self.observed_X.to(y)).mean.max()
+        return LogExpectedImprovement(model, best_f=best)
+
+
 def _register() -> None:
     variants = {"plain": frozenset()}
     for part in PARTS:
@@ -114,6 +140,7 @@ def _register() -> None:
     if "treebo_deterministic" not in PRESETS:
         register_preset("treebo_deterministic", DeclaredNoise)
         register_preset("treebo_no_ties", NoTies)
+        register_preset("treebo_plugin_ei", PlugInEI)
 
 
 _register()
