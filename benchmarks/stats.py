@@ -63,12 +63,12 @@ def parse_seeds(text: str) -> set[int]:
 
 
 def sign_test(wins: int, losses: int) -> float:
-    """Two-sided exact sign-test p-value of ``wins`` against ``losses``."""
+    """Two-sided exact sign-test p-value of ``wins`` against ``losses`` (SciPy's
+    binomial test at one half)."""
+    from scipy.stats import binomtest
+
     n = wins + losses
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, k) for k in range(min(wins, losses) + 1)) / 2**n
-    return min(1.0, 2 * tail)
+    return 1.0 if n == 0 else float(binomtest(wins, n, 0.5).pvalue)
 
 
 #: Log10 regrets closer than this count as equal in the paired counts (a

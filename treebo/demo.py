@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> None:
         budget=args.budget,
         seed=args.seed,
         model=args.model,
+        noise="deterministic",  # Jenatton's function is exact: say so
     )
     treebo_seconds = time.perf_counter() - t0
 
