@@ -434,16 +434,17 @@ def test_pooled_wilcoxon_counts_wins_in_each_problems_units():
 def test_the_hpob_section_averages_normalized_regret_over_tasks_and_seeds(tmp_path):
     def record(problem, method, seed, values):
         return {
-            "problem": problem, "method": method, "seed": seed, "budget": 100,
+            "problem": problem, "method": method, "seed": seed, "budget": 105,
             "values": values, "pool_min": 0.0, "pool_max": 1.0,
             "date": "2026-11-26", "machine": "x86_64 1t", "versions": {},
         }  # fmt: skip
 
-    # Regret 1 - best: 0.5 until trial 50, then 0.1 on one task; 0.2 on the other.
-    first = [0.5] * 50 + [0.9] * 50
+    # Regret 1 - best: 0.5 until trial 50 after the 5 initial rows, then 0.1 on one
+    # task; 0.2 on the other.
+    first = [0.5] * 55 + [0.9] * 50
     lines = [
         record("hpob_5527_31", "treebo", 0, first),
-        record("hpob_5906_3918", "treebo", 0, [0.8] * 100),
+        record("hpob_5906_3918", "treebo", 0, [0.8] * 105),
     ]
     path = tmp_path / "hpob.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in lines))
@@ -461,7 +462,7 @@ def test_hpob_pairs_each_variant_with_the_baseline_on_common_tasks_and_seeds():
     def record(method, seed, task, best):
         return {
             "problem": f"hpob_5527_{task}", "method": method, "seed": seed,
-            "values": [best] * 100, "pool_min": 0.0, "pool_max": 1.0,
+            "values": [best] * 105, "pool_min": 0.0, "pool_max": 1.0,
         }  # fmt: skip
 
     records = [record("treebo", s, t, 0.5) for s in (0, 1) for t in (1, 2)]
