@@ -430,8 +430,8 @@ def _write_atomically(path: Path, text: str) -> None:
 
 
 def _first_difference(old: Any, new: Any, where: str) -> tuple[str, Any, Any]:
-    """The first place where two JSON values differ: its path (``space.params[2]
-    .high``) and the two values there."""
+    """The first place where two JSON values differ: its path (e.g.
+    ``space.bounds[1][3]``) and the two values there."""
     if isinstance(old, dict) and isinstance(new, dict):
         for key in [*old, *(k for k in new if k not in old)]:
             if old.get(key) != new.get(key):

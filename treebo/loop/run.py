@@ -85,7 +85,9 @@ def minimize(
 
     Args:
         objective: Takes a dict of active parameter values, returns a float.
-            Exceptions and NaN/inf results are recorded as failed trials.
+            Exceptions and NaN/inf results are recorded as failed trials; a result
+            of several values (a tuple, a dict, an array) is recorded as failed and
+            stops the run with a ``TypeError`` (several objectives: the Ax route).
         space: The search space.
         budget: Total number of evaluations (a resumed run counts the ones in
             its checkpoint).
