@@ -78,13 +78,20 @@ def test_docstrings_use_the_renderers_markup(name):
 #: The pages whose ``python`` blocks are run, each page's in order in one namespace
 #: (as a notebook): every snippet a reader copies runs as written.
 PAGES = [
-    "README.md",
-    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
-    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "models").glob("*.md")),
+    page
+    for page in [
+        "README.md",
+        *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
+        *sorted(
+            str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "models").glob("*.md")
+        ),
+    ]
+    if "```python" in (ROOT / page).read_text()
 ]
 #: A block right after this comment is not run (a GPU, a cluster); the comment says
 #: why, on the page.
 NOT_RUN = "<!-- not run:"
+UNBOUND = object()  # a sentinel: no value before the block
 BLOCK = re.compile(r"^([ \t]*)```python\n(.*?)^\1```", re.S | re.M)
 
 
@@ -111,10 +118,17 @@ def smoke(code: str) -> str:
 @pytest.mark.parametrize("page", PAGES)
 def test_every_snippet_of_a_page_runs_as_written(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # snippets that write files write them here
-    blocks = python_blocks((ROOT / page).read_text())
+    text = (ROOT / page).read_text()
+    blocks = python_blocks(text)
+    # Every block is run but those a comment on the page says are not.
+    assert len(blocks) == text.count("```python") - text.count(NOT_RUN), page
     namespace: dict = {"__name__": "__main__"}
     for i, code in enumerate(blocks):
+        before = dict(namespace)
         exec(compile(smoke(code), f"{page} (python block {i + 1})", "exec"), namespace)
+        # Each block binds a name a reader goes on with (a new or a rebound one).
+        bound = [k for k, v in namespace.items() if before.get(k, UNBOUND) is not v]
+        assert bound, f"{page}: python block {i + 1} binds nothing"
 
 
 def test_the_snippet_collection_finds_and_skips_blocks():
