@@ -60,3 +60,17 @@ def random_points(d: int, deps: dict, n: int, seed: int) -> torch.Tensor:
 def tree_case(request):
     d, deps = random_tree(request.param, allow_multi_choice=request.param % 2 == 1)
     return d, deps
+
+
+@pytest.fixture(autouse=True)
+def fast_optimizers(request):
+    """BoTorch's optimizers capped at two iterations and few restarts
+    (``botorch.test_utils.mock``), as BoTorch's own tests run: a test that checks
+    what an optimizer finds opts out with ``@pytest.mark.full_optimizers``."""
+    if request.node.get_closest_marker("full_optimizers"):
+        yield
+        return
+    from botorch.test_utils.mock import mock_optimize_context_manager
+
+    with mock_optimize_context_manager(force=True):
+        yield

@@ -1,6 +1,7 @@
 """The tutorials: each notebook runs end to end in its smoke mode (short
-budgets) in under two minutes, and its two files (``.py`` and ``.ipynb``)
-hold the same cells.
+budgets) in under two minutes, its two files (``.py`` and ``.ipynb``) hold the
+same cells, and the notebook stores the outputs of a full run (the docs site
+shows them; ``python tutorials/execute.py`` writes them).
 
 These run in CI's tutorial step (``python -m pytest -m tutorials``), not in
 the default suite.
@@ -36,6 +37,19 @@ def test_the_notebook_holds_the_scripts_cells(script):
         (c.cell_type, c.source) for c in from_script.cells
     ]
     assert notebook.metadata["kernelspec"]["name"] == "python3"
+
+
+@pytest.mark.parametrize("script", TUTORIALS, ids=lambda p: p.stem)
+def test_the_notebook_stores_a_full_runs_outputs(script):
+    nbformat = pytest.importorskip("nbformat")
+    notebook = nbformat.read(script.with_suffix(".ipynb"), as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code), (
+        f"{script.name}: run python tutorials/execute.py {script.stem[:2]}"
+    )
+    outputs = [output for c in code for output in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)
 
 
 @pytest.mark.parametrize("script", TUTORIALS, ids=lambda p: p.stem)

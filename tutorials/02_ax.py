@@ -32,6 +32,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from ax.api.client import Client
 from ax.api.configs import ChoiceParameterConfig, RangeParameterConfig
+from ax.utils.common.logger import set_ax_logger_levels
 
 from treebo.integrations.ax import (
     add_tree_generation_strategy,
@@ -42,7 +43,7 @@ from treebo.test_functions import Jenatton
 
 SMOKE = os.environ.get("TREEBO_TUTORIAL_SMOKE") == "1"
 N_TRIALS = 8 if SMOKE else 30
-logging.getLogger("ax").setLevel(logging.WARNING)
+set_ax_logger_levels(logging.WARNING)  # no line per trial
 warnings.filterwarnings("ignore")
 
 # %% [markdown]

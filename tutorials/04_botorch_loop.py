@@ -25,6 +25,7 @@
 
 # %%
 import os
+import warnings
 
 import matplotlib.pyplot as plt
 import torch
@@ -32,6 +33,7 @@ from botorch.acquisition import LogExpectedImprovement
 from botorch.fit import fit_gpytorch_mll
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
+from treebo.add_tree import BranchWithoutDataWarning
 from treebo.models import AddTreeGP
 from treebo.optim import optimize_acqf_tree
 from treebo.test_functions import Jenatton
@@ -51,9 +53,13 @@ print(space.to_hierarchical_dependencies())  # what BoTorch calls the tree
 # %%
 X = space.sample(6, seed=0)
 Y = -problem(X).unsqueeze(-1)
+deps = space.to_hierarchical_dependencies()
+# A branch that no row has visited yet is expected early in a run; the model
+# warns about it in case the choice values are encoded wrongly.
+warnings.filterwarnings("ignore", category=BranchWithoutDataWarning)
 
 for _ in range(N_ITERATIONS):
-    model = AddTreeGP(X, (Y - Y.mean()) / Y.std(), space.to_hierarchical_dependencies())
+    model = AddTreeGP(X, (Y - Y.mean()) / Y.std(), deps)
     fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
     best_f = ((Y - Y.mean()) / Y.std()).max()
     acqf = LogExpectedImprovement(model, best_f=best_f)

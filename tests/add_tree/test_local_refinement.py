@@ -55,6 +55,7 @@ def test_candidate_stays_on_the_incumbent_path_inside_the_radius(radius):
     assert torch.equal(space.canonicalize(cand), cand)
 
 
+@pytest.mark.full_optimizers  # checks what the optimizer finds
 def test_repeated_refinement_resolves_the_optimum_far_below_the_global_scale():
     # Observed values span about 2, the basin's differences are 1e-6 and less:
     # far below what a model standardized over all points can resolve.
@@ -126,6 +127,7 @@ def corner_data(n_points: int = len(CORNER_HISTORY)):
     return problem, problem.space, X, -problem(X).unsqueeze(-1)
 
 
+@pytest.mark.full_optimizers  # checks what the optimizer finds
 def test_ucb_step_refines_where_log_ei_picks_a_box_corner():
     problem, space, X, y = corner_data()
     best = X[int(y.argmax())]
@@ -168,6 +170,7 @@ def test_offset_model_is_the_residual_model_shifted_by_the_offset():
     torch.testing.assert_close(U1.grad, U2.grad + 1.0)
 
 
+@pytest.mark.full_optimizers  # checks what the optimizer finds
 @pytest.mark.parametrize("n_points", [8, len(CORNER_HISTORY)])
 def test_residual_step_follows_the_prior_mean(n_points):
     problem, space, X, y = corner_data(n_points)

@@ -101,6 +101,7 @@ def test_loo_log_predictive_equals_refitting_without_each_point(criterion):
     assert not model.training  # the score leaves the model in eval mode
 
 
+@pytest.mark.full_optimizers  # checks what the optimizer finds
 def test_loo_fits_noise_free_additive_data_better():
     # P3 in miniature: 24 noise-free Jenatton points, 50 test points.
     problem = Jenatton()

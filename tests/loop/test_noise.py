@@ -67,6 +67,7 @@ def test_a_standard_error_needs_known_noise_and_a_real_value():
     assert len(known.history) == 0
 
 
+@pytest.mark.full_optimizers  # checks what the fit finds
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_fitted_noise_of_a_smooth_deterministic_function_ends_near_its_floor(
     seed,
@@ -76,6 +77,7 @@ def test_the_fitted_noise_of_a_smooth_deterministic_function_ends_near_its_floor
     assert float(model.likelihood.noise.detach()) <= 10 * INFERRED_NOISE_FLOOR
 
 
+@pytest.mark.full_optimizers  # checks what the fit finds
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_fitted_noise_of_a_noisy_function_is_within_3x_of_the_truth(seed):
     sd = 0.1

@@ -124,6 +124,7 @@ def test_bad_outcomes_are_recorded_failures_and_a_run_of_them_warns():
 
 # Interpolation puts the noise on its floor, the same for every scale; an inferred
 # noise is an interior optimum that the fit finds to L-BFGS's tolerance only.
+@pytest.mark.full_optimizers  # the fits must converge
 @pytest.mark.parametrize("noise, tol", [("deterministic", 1e-6), ("infer", 1e-3)])
 def test_scaled_and_shifted_objectives_get_the_same_proposals(noise, tol):
     problem = Jenatton()

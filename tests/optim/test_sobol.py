@@ -19,6 +19,7 @@ class Bump(AcquisitionFunction):
         return torch.exp(-d2 / (2 * self.width**2))
 
 
+@pytest.mark.full_optimizers  # checks what the optimizer finds
 def test_finds_a_narrow_peak_and_polishes_onto_it():
     centre = torch.tensor([0.731, 0.218], dtype=torch.float64)
     bounds = torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)

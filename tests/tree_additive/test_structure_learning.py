@@ -55,6 +55,7 @@ def test_spanning_trees_are_mutated_and_stay_trees():
     model.set_edges(edges)  # raises if not a forest
 
 
+@pytest.mark.full_optimizers  # checks what the optimizer finds
 def test_structures_are_scored_with_equalized_scales():
     # Scales fitted under a partial star give the hub a large scale, which
     # inflates every edge it could join; scoring with equal scales (their

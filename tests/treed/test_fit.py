@@ -139,6 +139,7 @@ def test_gradients_of_the_profiled_objective_match_finite_differences(noise_floo
         assert bool(torch.isclose(noise, torch.full_like(noise, 0.05)).any())
 
 
+@pytest.mark.full_optimizers  # checks what the optimizer finds
 def test_fit_reaches_the_optimum_of_the_joint_fit_in_fewer_iterations():
     X, Y = _data(n=40, seed=1, noise=0.05)
     model = TreedGP(X, Y)

@@ -12,7 +12,7 @@ local refinement of the incumbent, and the loop's two strategies (``"add_tree"``
 from treebo.add_tree.kernel import AddTreeKernel
 from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.add_tree.local_refinement import local_refinement_candidate
-from treebo.add_tree.model import AddTreeGP, VertexPosterior
+from treebo.add_tree.model import AddTreeGP, BranchWithoutDataWarning, VertexPosterior
 from treebo.add_tree.optimize import optimize_add_tree_ucb
 from treebo.add_tree.options import AddTreeOptions, AddTreeUCBOptions, LocalStepOptions
 from treebo.add_tree.strategy import AddTreeStrategy, AddTreeUCBStrategy
@@ -28,6 +28,7 @@ __all__ = [
     "AddTreeUCB",
     "AddTreeUCBOptions",
     "AddTreeUCBStrategy",
+    "BranchWithoutDataWarning",
     "LocalStepOptions",
     "VertexPosterior",
     "add_tree_beta",
