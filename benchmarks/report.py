@@ -489,8 +489,8 @@ def hpob_section(path: Path) -> list[str]:
         "a 1e-6 floor, no exploring step after ties), run with 95 trials (no "
         "figure at 100).",
         "",
-        "`python -m benchmarks.hpob --methods treebo flat_gp --seeds 0` and "
-        "`python -m benchmarks.hpob --methods random --seeds 0 1 2 3 4` (records: "
+        "`python -m benchmarks.hpob --methods treebo random --seeds 0 1 2 3 4` and "
+        "`python -m benchmarks.hpob --methods flat_gp --seeds 0 1` (records: "
         "`benchmarks/records/hpob.jsonl`; the seeds of each method in the "
         "table). " + provenance(records),
         "",

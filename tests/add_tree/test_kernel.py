@@ -164,6 +164,34 @@ def test_shared_component_matches_brute_force(tree_case, base_kernel, vertex_bia
     assert shared.abs().max() > 1e-3
 
 
+@pytest.mark.parametrize("vertex_bias", [False, "all"])
+@pytest.mark.parametrize("shared_component", [False, True])
+def test_precomputed_features_give_the_same_covariance_and_gradients(
+    tree_case, vertex_bias, shared_component
+):
+    d, deps = tree_case
+    kernel = float64_kernel(
+        d, deps, vertex_bias=vertex_bias, shared_component=shared_component
+    )
+    randomize(kernel, 2)
+    X1, X2 = random_points(d, deps, 5, 5), random_points(d, deps, 7, 6)
+    with torch.no_grad():
+        features = kernel.slot_features(X2)
+    grads = []
+    for given in (None, features):
+        x = X1.clone().requires_grad_(True)
+        K = kernel.forward(x, X2, x2_features=given)
+        (grad,) = torch.autograd.grad(K.sum(), x)
+        grads.append((K.detach(), grad))
+    assert torch.equal(grads[0][0], grads[1][0])
+    assert torch.equal(grads[0][1], grads[1][1])
+    # The features are what is read of the second argument.
+    other = random_points(d, deps, 7, 7)
+    with torch.no_grad():
+        read = kernel.forward(X1, X2, x2_features=kernel.slot_features(other))
+        torch.testing.assert_close(read, kernel.forward(X1, other))
+
+
 @pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
 @pytest.mark.parametrize("shared_component", [False, True])
 def test_inherited_ancestors_match_brute_force(

@@ -38,6 +38,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import torch
 from gpytorch.constraints import Interval
@@ -69,6 +70,28 @@ INTERACTION_SCALE = 0.1
 def _lead(t: Tensor, rank: int) -> Tensor:
     """Prepend singleton dimensions up to ``rank`` dimensions."""
     return t.reshape((1,) * (rank - t.dim()) + tuple(t.shape))
+
+
+class SlotFeatures(NamedTuple):
+    """What [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s vertex terms
+    read of ``n`` points, per slot ``S`` (a set of vertices of which at most one is
+    active at any point).
+
+    Attributes:
+        ids: ``*b x n x S`` the vertex each point has active in each slot (``V``
+            where none: the empty slot).
+        features: ``*b x n x S x F`` that vertex's scaled features.
+        scales: ``*b x n x S`` that vertex's output scale.
+        offsets: ``*b x n x S`` its constant, or ``None`` without ``vertex_bias``.
+        has_parameters: ``*b x n x S`` whether it owns parameters, or ``None``
+            without ``shared_component``.
+    """
+
+    ids: Tensor
+    features: Tensor
+    scales: Tensor
+    offsets: Tensor | None
+    has_parameters: Tensor | None
 
 
 class AddTreeKernel(VertexHyperparameters, Kernel):
@@ -337,6 +360,14 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             self.feature_slots,
         )
 
+    def slot_features(self, x: Tensor) -> SlotFeatures:
+        """What the vertex terms read of ``x`` (``*b x n x d``), computed once: pass it
+        to [`forward()`][treebo.add_tree.kernel.AddTreeKernel.forward] as
+        ``x2_features`` to evaluate many queries against the same points (e.g. the
+        training inputs while an acquisition function is optimized). Valid while
+        the hyper-parameters stay as they are."""
+        return SlotFeatures(*self._slot_features(x))
+
     def _slot_features(
         self, x: Tensor
     ) -> tuple[Tensor, Tensor, Tensor, Tensor | None, Tensor | None]:
@@ -373,8 +404,21 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         x2: Tensor,
         diag: bool = False,
         last_dim_is_batch: bool = False,
+        x2_features: SlotFeatures | None = None,
         **params,
     ) -> Tensor:
+        """The covariance of ``x1`` and ``x2`` (``*b x n x d``, ``*b x m x d``).
+
+        Args:
+            x1: ``*b x n x d`` inputs.
+            x2: ``*b x m x d`` inputs.
+            diag: Only the diagonal (``n = m``).
+            last_dim_is_batch: Not supported.
+            x2_features: ``slot_features(x2)`` computed beforehand, or ``None``.
+
+        Returns:
+            ``*b x n x m`` (``*b x n`` with ``diag``).
+        """
         if last_dim_is_batch:
             raise NotImplementedError(
                 "AddTreeKernel does not support last_dim_is_batch."
@@ -385,15 +429,23 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
                     f"AddTreeKernel expects {name} with {self.dim} columns, got "
                     f"shape {tuple(x.shape)}."
                 )
-        gram = self._vertex_terms(x1, x2, diag)
+        gram = self._vertex_terms(x1, x2, diag, x2_features)
         if self.interaction is not None:
             gram = gram + self.interaction.forward(x1, x2, diag=diag)
         return gram
 
-    def _vertex_terms(self, x1: Tensor, x2: Tensor, diag: bool) -> Tensor:
+    def _vertex_terms(
+        self,
+        x1: Tensor,
+        x2: Tensor,
+        diag: bool,
+        x2_features: SlotFeatures | None = None,
+    ) -> Tensor:
         """The sum of the vertex terms (and offsets, shared components)."""
         ids1, z1, s1, o1, p1 = self._slot_features(x1)
-        ids2, z2, _, _, p2 = self._slot_features(x2)
+        if x2_features is None:
+            x2_features = self._slot_features(x2)
+        ids2, z2, _, _, p2 = x2_features
         # Align batch ranks without copying (a batch of queries against one
         # training set must not recompute the training set's features).
         rank = max(ids1.dim(), ids2.dim())

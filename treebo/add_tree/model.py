@@ -359,7 +359,10 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
             # (a batch of N single-point grams costs several times more).
             Z = Z.reshape(1, -1, Z.shape[-1])
         kernel = self.covar_module
-        kzx = kernel.forward(Z, cache["X"])  # batch x q x n
+        if "features" not in cache:  # the training points' side, once per cache
+            with torch.no_grad():
+                cache["features"] = kernel.slot_features(cache["X"])
+        kzx = kernel.forward(Z, cache["X"], x2_features=cache["features"])
         mean = (kzx @ cache["alpha"].unsqueeze(-1)).squeeze(-1)
         mean = mean + cache["constant"][..., None]
         w = torch.linalg.solve_triangular(
