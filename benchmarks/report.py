@@ -152,10 +152,11 @@ def paired_table(suite: Suite, runs: dict) -> list[str]:
 
 
 def ranks_table(suite: Suite, runs: dict) -> list[str]:
-    """Mean rank over the suite's problems at each checkpoint, and the first
-    method against each other one pooled over problems and seeds (Wilcoxon
-    signed-rank, Holm-corrected over the peers)."""
-    methods, problems = list(suite.methods), list(suite.problems)
+    """Mean rank over the suite's problems at each checkpoint among the methods
+    that have records, and the first method against each other one pooled over
+    problems and seeds (Wilcoxon signed-rank, Holm-corrected over the peers)."""
+    methods = [m for m in suite.methods if any(key[1] == m for key in runs)]
+    problems = list(suite.problems)
     head = " | ".join(f"@{c}" for c in suite.checkpoints)
     rule = "|---|" + "---|" * len(suite.checkpoints)
     lines = [f"| method | mean rank {head} |", rule]

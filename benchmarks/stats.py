@@ -164,12 +164,17 @@ def task_scores(
     runs: dict[tuple[str, str], list[dict]], problem: str, methods: list[str], c: int
 ) -> dict[str, dict[int, float]]:
     """``{method: {seed: value}}`` after ``c`` evaluations on ``problem``
-    (log10 regret, or the best value where the optimum is unknown)."""
-    return {
-        m: {r["seed"]: log10_regret_curve(r)[c - 1] for r in runs.get((problem, m), [])}
+    (log10 regret, or the best value where the optimum is unknown), over the runs
+    that reached ``c``."""
+    scores = {
+        m: {
+            r["seed"]: log10_regret_curve(r)[c - 1]
+            for r in runs.get((problem, m), [])
+            if len(r["values"]) >= c
+        }
         for m in methods
-        if runs.get((problem, m))
     }
+    return {m: by_seed for m, by_seed in scores.items() if by_seed}
 
 
 def mean_ranks(

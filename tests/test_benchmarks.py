@@ -413,6 +413,14 @@ def test_mean_ranks_rank_medians_per_problem_with_shared_ties():
     }
 
 
+def test_runs_shorter_than_a_checkpoint_are_left_out_of_its_ranks():
+    from benchmarks.stats import mean_ranks
+
+    runs = _runs({("a", "x"): [[1.0, 0.5]], ("a", "y"): [[2.0]]})
+    assert mean_ranks(runs, ["a"], ["x", "y"], 1) == {"x": 1.0, "y": 2.0}
+    assert mean_ranks(runs, ["a"], ["x", "y"], 2) == {}
+
+
 def test_pooled_wilcoxon_counts_wins_in_each_problems_units():
     from benchmarks.stats import pooled_wilcoxon
 
