@@ -7,6 +7,10 @@ import random
 import pytest
 import torch
 
+# The tests' models are small: one intra-op thread runs them fastest (two
+# threads on two cores made the loop tests 1.6x slower).
+torch.set_num_threads(1)
+
 
 def random_tree(
     seed: int,

@@ -10,6 +10,8 @@ import argparse
 import math
 import time
 
+import torch
+
 from treebo import minimize
 from treebo.test_functions import Jenatton
 
@@ -22,6 +24,9 @@ def main(argv: list[str] | None = None) -> None:
         "--model", default="add_tree", choices=["add_tree", "add_tree_ucb"]
     )
     args = parser.parse_args(argv)
+    # A GP on a few dozen points is many small tensor operations, which run
+    # fastest on one thread (docs/loop.md, "Speed").
+    torch.set_num_threads(1)
 
     problem = Jenatton("paper")
     print(
