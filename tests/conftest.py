@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import random
+import os
 
-import pytest
-import torch
+# The tests' models are small: one thread runs them fastest. Set before numpy,
+# scipy and torch load their thread pools (docs/loop.md, "Speed").
+for _pool in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_pool, "1")
 
-# The tests' models are small: one intra-op thread runs them fastest (two
-# threads on two cores made the loop tests 1.6x slower).
-torch.set_num_threads(1)
+import random  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 
 def random_tree(
