@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -33,6 +34,28 @@ from torch import Tensor
 from treebo.space.structure import CHOICE_ATOL, CHOICE_RTOL, TreeStructure
 
 _SQRT_HALF = math.sqrt(0.5)
+
+
+class SlotFeatures(NamedTuple):
+    """What [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s vertex terms
+    read of ``n`` points, per slot ``S`` (a set of vertices of which at most one is
+    active at any point).
+
+    Attributes:
+        ids: ``*b x n x S`` the vertex each point has active in each slot (``V``
+            where none: the empty slot).
+        features: ``*b x n x S x F`` that vertex's scaled features.
+        scales: ``*b x n x S`` that vertex's output scale.
+        offsets: ``*b x n x S`` its constant, or ``None`` without ``vertex_bias``.
+        has_parameters: ``*b x n x S`` whether it owns parameters, or ``None``
+            without ``shared_component``.
+    """
+
+    ids: Tensor
+    features: Tensor
+    scales: Tensor
+    offsets: Tensor | None
+    has_parameters: Tensor | None
 
 
 def inherited_columns(tree: TreeStructure) -> list[tuple[int, ...]]:

@@ -38,7 +38,6 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 import torch
 from gpytorch.constraints import Interval
@@ -47,6 +46,7 @@ from gpytorch.priors import Prior
 from torch import Tensor
 
 from treebo.add_tree.features import (
+    SlotFeatures,
     feature_tables,
     inherited_columns,
     interacting_vertices,
@@ -70,28 +70,6 @@ INTERACTION_SCALE = 0.1
 def _lead(t: Tensor, rank: int) -> Tensor:
     """Prepend singleton dimensions up to ``rank`` dimensions."""
     return t.reshape((1,) * (rank - t.dim()) + tuple(t.shape))
-
-
-class SlotFeatures(NamedTuple):
-    """What [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s vertex terms
-    read of ``n`` points, per slot ``S`` (a set of vertices of which at most one is
-    active at any point).
-
-    Attributes:
-        ids: ``*b x n x S`` the vertex each point has active in each slot (``V``
-            where none: the empty slot).
-        features: ``*b x n x S x F`` that vertex's scaled features.
-        scales: ``*b x n x S`` that vertex's output scale.
-        offsets: ``*b x n x S`` its constant, or ``None`` without ``vertex_bias``.
-        has_parameters: ``*b x n x S`` whether it owns parameters, or ``None``
-            without ``shared_component``.
-    """
-
-    ids: Tensor
-    features: Tensor
-    scales: Tensor
-    offsets: Tensor | None
-    has_parameters: Tensor | None
 
 
 class AddTreeKernel(VertexHyperparameters, Kernel):
@@ -407,18 +385,8 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         x2_features: SlotFeatures | None = None,
         **params,
     ) -> Tensor:
-        """The covariance of ``x1`` and ``x2`` (``*b x n x d``, ``*b x m x d``).
-
-        Args:
-            x1: ``*b x n x d`` inputs.
-            x2: ``*b x m x d`` inputs.
-            diag: Only the diagonal (``n = m``).
-            last_dim_is_batch: Not supported.
-            x2_features: ``slot_features(x2)`` computed beforehand, or ``None``.
-
-        Returns:
-            ``*b x n x m`` (``*b x n`` with ``diag``).
-        """
+        """The covariance of ``x1`` and ``x2`` as any GPyTorch kernel's, reading
+        ``x2_features`` (``slot_features(x2)`` computed beforehand) where given."""
         if last_dim_is_batch:
             raise NotImplementedError(
                 "AddTreeKernel does not support last_dim_is_batch."
@@ -435,11 +403,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         return gram
 
     def _vertex_terms(
-        self,
-        x1: Tensor,
-        x2: Tensor,
-        diag: bool,
-        x2_features: SlotFeatures | None = None,
+        self, x1: Tensor, x2: Tensor, diag: bool, x2_features: SlotFeatures | None
     ) -> Tensor:
         """The sum of the vertex terms (and offsets, shared components)."""
         ids1, z1, s1, o1, p1 = self._slot_features(x1)
