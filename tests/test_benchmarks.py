@@ -499,3 +499,20 @@ def test_the_outlier_section_gives_each_seeds_final_regret_and_medians(tmp_path)
     text = "\n".join(report.outlier_section(path))
     assert "| clean | 0.001 | 0.003 | 0.002 |" in text
     assert "| one 1e300 | 0.5 | 0.1 | 0.3 |" in text
+
+
+def test_shard_runs_jobs_side_by_side_and_stops_them_at_the_deadline(tmp_path):
+    from benchmarks import shard
+
+    quick = "benchmarks.run validation --problems v_flags --methods random --budget 3"
+    jobs = tmp_path / "jobs.txt"
+    jobs.write_text(f"# two seeds\n{quick} --seeds 0\n{quick} --seeds 1\n")
+    assert shard.main([str(jobs), "--out", str(tmp_path / "a"), "--workers", "2"]) == 0
+    records = (tmp_path / "a" / "records.jsonl").read_text().splitlines()
+    assert sorted(json.loads(r)["seed"] for r in records) == [0, 1]
+    # A job still running at the deadline is stopped and leaves no record.
+    slow = "benchmarks.run validation --problems v_flags --methods treebo --budget 40"
+    jobs.write_text(f"{slow} --seeds 0\n")
+    out = tmp_path / "b"
+    assert shard.main([str(jobs), "--out", str(out), "--deadline", "2"]) == 1
+    assert (out / "records.jsonl").read_text() == ""
