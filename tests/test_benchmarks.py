@@ -516,3 +516,30 @@ def test_shard_runs_jobs_side_by_side_and_stops_them_at_the_deadline(tmp_path):
     out = tmp_path / "b"
     assert shard.main([str(jobs), "--out", str(out), "--deadline", "2"]) == 1
     assert (out / "records.jsonl").read_text() == ""
+
+
+def test_laplace_draws_vary_the_hyperparameters_and_leave_the_map_fit():
+    from botorch.acquisition import LogExpectedImprovement
+    from torch.nn.utils import parameters_to_vector
+
+    from benchmarks.methods.integrated_ei import IntegratedLogEI, laplace_draws
+
+    problem = Jenatton()
+    opt = TreeOptimizer(problem.space, seed=0)
+    for _ in range(8):
+        params = opt.ask()
+        opt.tell(params, problem.objective(params))
+    model = opt.strategy.fit(opt.observations())
+    model.eval()
+    before = parameters_to_vector(model.parameters()).detach().clone()
+    draws = laplace_draws(model, 3, seed=0)
+    assert torch.equal(parameters_to_vector(model.parameters()).detach(), before)
+    assert draws and all(
+        not torch.equal(parameters_to_vector(m.parameters()).detach(), before)
+        for m in draws
+    )
+    # Over identical models the integrated LogEI is LogEI.
+    y = opt.observations().y
+    X = problem.space.sample(4, seed=1).unsqueeze(-2)
+    one = LogExpectedImprovement(model, best_f=y.max())(X)
+    torch.testing.assert_close(IntegratedLogEI([model, model], y.max())(X), one)

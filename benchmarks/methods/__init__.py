@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import ablation  # noqa: F401  (registers the ablation variants)
+from . import (
+    ablation,  # noqa: F401  (registers the ablation variants)
+    integrated_ei,  # noqa: F401  (registers an experiment)
+)
 from .botorch_peers import KINDS as BOTORCH_PEERS
 from .botorch_peers import run_botorch_peer
 from .treebo import PRESETS, run_treebo
