@@ -6,7 +6,7 @@ with the full budgets (``TREEBO_TUTORIAL_SMOKE`` unset) and written to
 site shows. CI runs the same cells in smoke mode and checks that the two files
 hold the same cells (``tests/test_tutorials.py``).
 
-Usage (from the repository root; about 20 minutes on two cores)::
+Usage (from the repository root; about 8 minutes on two cores)::
 
     python tutorials/execute.py              # every tutorial
     python tutorials/execute.py 01 08        # those whose names start so
