@@ -14,6 +14,7 @@ from pathlib import Path
 from . import (
     ablation,  # noqa: F401  (registers the ablation variants)
     integrated_ei,  # noqa: F401  (registers an experiment)
+    robust,  # noqa: F401  (registers an experiment)
 )
 from .botorch_peers import KINDS as BOTORCH_PEERS
 from .botorch_peers import run_botorch_peer
