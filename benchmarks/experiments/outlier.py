@@ -6,7 +6,6 @@ instead of its value (a training run that blew up). The regret is that of the
 best value observed. Figure to reach: the median regret at 50 with the
 outlier is less than twice the clean median.
 
-``--raise-to drop`` leaves far-out scores out of what the strategy sees.
 ``--raise-to inlier`` runs the loop with far-out scores raised to the lowest
 score inside the fence instead of to the fence (an experiment: the loop's
 outcome transform is replaced for the run).
@@ -50,35 +49,6 @@ def use_lowest_inlier() -> None:
     outcomes.raise_far_out = raise_to_lowest_inlier
 
 
-def leave_out_far_out() -> None:
-    """Make the loop leave far-out scores out of what the strategy sees."""
-    import dataclasses
-
-    from treebo.loop.optimizer import TreeOptimizer
-
-    observe = TreeOptimizer.observations
-
-    def observations(self):
-        obs = observe(self)
-        values = self.history.values if self.maximize else -self.history.values
-        ok = ~values.isnan()
-        keep = torch.ones_like(ok)
-        keep[ok] = _RAISE_TO_FENCE(values[ok]) == values[ok]
-        if bool(keep.all()):
-            return obs
-        keep = keep.to(obs.X.device)
-        return dataclasses.replace(
-            obs,
-            X=obs.X[keep],
-            y=obs.y[keep],
-            failed=obs.failed[keep],
-            kinds=tuple(k for k, b in zip(obs.kinds, keep.tolist()) if b),
-            yvar=None if obs.yvar is None else obs.yvar[keep],
-        )
-
-    TreeOptimizer.observations = observations
-
-
 def diverging_at(seed: int) -> int:
     """The evaluation that diverges in the seed's run (5 to 29)."""
     return 5 + (7 * seed) % 25
@@ -115,13 +85,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=list(range(10)))
     parser.add_argument("--budget", type=int, default=50)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--raise-to", choices=["fence", "inlier", "drop"], default="fence")
+    parser.add_argument("--raise-to", choices=["fence", "inlier"], default="fence")
     parser.add_argument("--outlier-only", action="store_true")
     args = parser.parse_args(argv)
     if args.raise_to == "inlier":
         use_lowest_inlier()
-    elif args.raise_to == "drop":
-        leave_out_far_out()
     done = {(r["method"], r["seed"], r["outlier"]) for r in load_records([args.out])}
     for seed in args.seeds:
         for outlier in (True,) if args.outlier_only else (False, True):

@@ -1,4 +1,4 @@
-"""Far-out scores left out of the model (an experiment for issue 55).
+"""Far-out scores left out of the model (experiments for issue 55, not adopted).
 
 The loop raises scores below Tukey's far-out fence to the fence
 (:func:`treebo.loop.outcomes.raise_far_out`), so a diverged evaluation still
@@ -11,6 +11,11 @@ beyond its cut-off) would leave such a score out instead; this strategy does
 so: the rows at the fence are removed from what the Add-Tree strategy sees and
 the rest re-standardized. Failed evaluations keep the worst score. A pool's
 evaluated rows stay excluded from the candidates by the loop.
+
+``treebo_leave_out`` only removes them; ``treebo_far_out_pending`` also makes
+their configurations pending (believed at the posterior mean, so not proposed
+again, as Ax treats arms without usable data). The latter was measured as a
+loop-level change (git branch ``leave-out``); docs/design.md has the figures.
 
 Example:
     >>> strategy = LeaveOutFarOut()
@@ -51,8 +56,11 @@ def at_the_fence(y: Tensor, failed: Tensor) -> Tensor:
     return ok & (z <= fence + 1e-9 * spread)
 
 
-def leave_out_far_out(observations: Observations) -> Observations:
-    """The observations without the rows at the fence, re-standardized."""
+def leave_out_far_out(
+    observations: Observations, pending: bool = False
+) -> Observations:
+    """The observations without the rows at the fence, re-standardized (and, with
+    ``pending``, those rows' configurations appended to the pending ones)."""
     drop = at_the_fence(observations.y, observations.failed)
     if not bool(drop.any()):
         return observations
@@ -70,6 +78,9 @@ def leave_out_far_out(observations: Observations) -> Observations:
             k for k, b in zip(observations.kinds, keep.tolist(), strict=True) if b
         ),
         yvar=None if observations.yvar is None else observations.yvar[keep],
+        X_pending=torch.cat([observations.X_pending, observations.X[drop]])
+        if pending
+        else observations.X_pending,
     )
 
 
@@ -85,5 +96,20 @@ class LeaveOutFarOut(AddTreeStrategy):
         return super().propose_from(leave_out_far_out(observations), candidates)
 
 
+class FarOutPending(AddTreeStrategy):
+    """The default Add-Tree loop; far-out rows are pending, not observed."""
+
+    name = "add_tree_far_out_pending"
+
+    def propose(self, observations: Observations) -> Proposal:
+        return super().propose(leave_out_far_out(observations, pending=True))
+
+    def propose_from(self, observations: Observations, candidates: Tensor) -> Proposal:
+        return super().propose_from(
+            leave_out_far_out(observations, pending=True), candidates
+        )
+
+
 if "treebo_leave_out" not in PRESETS:
     register_preset("treebo_leave_out", LeaveOutFarOut)
+    register_preset("treebo_far_out_pending", FarOutPending)
