@@ -60,7 +60,7 @@ the noisy suite, the diverged evaluation, HPO-B and the real tuning tasks were
 run with the current default (the noise inferred, an exploring step after a tie
 with the best score); the other tables' `treebo` rows were run before that
 change (the noise at a 1e-6 floor) and are to be re-run. The real tuning tasks
-are a slice of their suite so far: seeds 0-4, 50 evaluations, three methods.
+are a slice of their suite so far: seeds 0-6, 50 evaluations, three methods.
 """
 
 
