@@ -9,8 +9,11 @@ list of options and their checks live here only.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Literal
+
+from treebo.add_tree.features import interacting_vertices
+from treebo.space import TreeSpace
 
 BASE_KERNELS = ("rbf", "matern52")
 SHARING = ("none", "depth", "all")
@@ -118,3 +121,16 @@ LOOP_KERNEL_OPTIONS = AddTreeKernelOptions(
     share_outputscales="depth",
     shared_component=True,
 )
+
+
+def distinct_kernel(
+    kernel: AddTreeKernelOptions, main: AddTreeKernelOptions, space: TreeSpace
+) -> bool:
+    """Whether ``kernel`` gives ``space`` a different model than ``main``
+    (interaction terms change nothing where no vertex with parameters lies
+    below another)."""
+    if kernel.ancestor_interactions and not bool(
+        interacting_vertices(space.tree).any()
+    ):
+        kernel = replace(kernel, ancestor_interactions=False)
+    return kernel != main

@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import torch
@@ -36,8 +35,7 @@ from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
 from treebo.add_tree.basins import Failures, basin_resolved, count_failures
-from treebo.add_tree.features import interacting_vertices
-from treebo.add_tree.kernel_options import AddTreeKernelOptions
+from treebo.add_tree.kernel_options import AddTreeKernelOptions, distinct_kernel
 from treebo.add_tree.local_steps import LocalSteps
 from treebo.add_tree.model import AddTreeGP
 from treebo.add_tree.optimize import optimize_add_tree_ucb
@@ -66,6 +64,7 @@ from treebo.strategies.base import (
     register_strategy,
 )
 from treebo.strategies.believer import believe_pending
+from treebo.strategies.far_out import screen_far_out
 from treebo.strategies.fitting import WarmStartFit
 from treebo.strategies.ties import ties_the_best
 
@@ -217,6 +216,14 @@ class AddTreeStrategy(Strategy):
         self.last_model = model
         return model
 
+    def screen(
+        self, observations: Observations
+    ) -> tuple[Observations, AddTreeGP | None]:
+        """The observations to propose from and the model fitted to them, if any:
+        far-out scores leave the model where the evidence calls them outliers
+        ([`screen_far_out()`][treebo.strategies.far_out.screen_far_out])."""
+        return screen_far_out(observations, self)
+
     def predict(self, observations: Observations) -> Tensor | None:
         """The posterior mean of a model fitted to ``observations`` at their
         configurations, or ``None`` where the model interpolates (a deterministic
@@ -258,15 +265,14 @@ class AddTreeStrategy(Strategy):
     # -------------------------------------------------------------- proposal
     def propose(self, observations: Observations) -> Proposal:
         t0 = time.perf_counter()
-        obs = observations
+        obs, model = self.screen(observations)
         space, X, y = obs.space, obs.X, obs.y
         incumbent = obs.incumbent
         failures = count_failures(obs.scores, obs.kinds)
         self.noise, self.yvar = obs.noise, obs.yvar
-        model = None
         if obs.X_pending.shape[0]:
             model, X, y = believe_pending(
-                self.fit(obs),
+                self.fit(obs) if model is None else model,
                 X,
                 y,
                 obs.X_pending,
@@ -356,8 +362,8 @@ class AddTreeStrategy(Strategy):
         with; local steps apply to continuous spaces only): the posterior standard
         deviation after a tie with the best score, else that of
         [`acquisition_of()`][treebo.add_tree.strategy.AddTreeStrategy.acquisition_of]."""
-        obs = observations
-        model, y = self.fit(obs), obs.y
+        obs, model = self.screen(observations)
+        model, y = self.fit(obs) if model is None else model, obs.y
         if obs.X_pending.shape[0]:
             model, _, y = believe_pending(
                 model,
@@ -482,16 +488,3 @@ def best_path_candidate(
         if accept(row):
             return row
     return None
-
-
-def distinct_kernel(
-    kernel: AddTreeKernelOptions, main: AddTreeKernelOptions, space: TreeSpace
-) -> bool:
-    """Whether ``kernel`` gives ``space`` a different model than ``main``
-    (interaction terms change nothing where no vertex with parameters lies
-    below another)."""
-    if kernel.ancestor_interactions and not bool(
-        interacting_vertices(space.tree).any()
-    ):
-        kernel = replace(kernel, ancestor_interactions=False)
-    return kernel != main

@@ -33,6 +33,7 @@ import torch
 from torch import Tensor
 
 from treebo.space.parameters import as_real_number
+from treebo.strategies.far_out import FAR_OUT
 
 
 def parse_outcome(value: Any) -> tuple[float | None, str | None]:
@@ -61,11 +62,6 @@ def parse_outcome(value: Any) -> tuple[float | None, str | None]:
     return value, None
 
 
-#: Scores more than this many interquartile ranges below the first quartile
-#: (Tukey's "far out" fence) are raised to the fence.
-FAR_OUT = 3.0
-
-
 def raise_far_out(scores: Tensor) -> Tensor:
     r"""Scores to maximize with the far-out low ones raised to the lower fence.
 
@@ -74,6 +70,9 @@ def raise_far_out(scores: Tensor) -> Tensor:
     evaluation was says nothing about where the optimum is, while the spread of the good
     scores is what the model must resolve. The fence moves with $c s + b$ ($c > 0$), so
     the result does too. With $q_1 = q_3$ (half the scores tied) nothing is raised.
+    A strategy may then leave raised scores out of its model where the evidence calls
+    them outliers
+    ([`screen_far_out()`][treebo.strategies.far_out.screen_far_out]).
 
     Args:
         scores: ``n`` finite scores.
