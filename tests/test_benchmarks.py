@@ -490,15 +490,19 @@ def test_hpob_pairs_each_variant_with_the_baseline_on_common_tasks_and_seeds():
 
 def test_the_outlier_section_gives_each_seeds_final_regret_and_medians(tmp_path):
     rows = [
-        {"seed": s, "outlier": o, "regret": [1.0, r], "date": "2026-11-26"}
+        {"seed": s, "outlier": o, "regret": [1.0, r], "date": "2026-11-26",
+         "method": "treebo"}
         for s, o, r in [(0, False, 1e-3), (1, False, 3e-3), (0, True, 0.5),
-                        (1, True, 0.1)]
+                        (1, True, 3e-3)]
     ]  # fmt: skip
+    other = {**rows[0], "problem": "p2", "method": "treebo_fence"}
     path = tmp_path / "outlier.jsonl"
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path.write_text("".join(json.dumps(r) + "\n" for r in [*rows, other]))
     text = "\n".join(report.outlier_section(path))
     assert "| clean | 0.001 | 0.003 | 0.002 |" in text
-    assert "| one 1e300 | 0.5 | 0.1 | 0.3 |" in text
+    assert "| one 1e300 | 0.5 | 0.003 | 0.25 |" in text
+    assert "Within 1e-4 of the clean run: 1 of 2 seeds." in text
+    assert "| p2 |" not in text  # the default's records only
 
 
 def test_shard_runs_jobs_side_by_side_and_stops_them_at_the_deadline(tmp_path):

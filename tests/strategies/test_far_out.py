@@ -7,11 +7,14 @@ import copy
 import pytest
 import torch
 
+from treebo import TreeOptimizer
 from treebo.add_tree import AddTreeStrategy
+from treebo.loop import initial_design
 from treebo.loop.outcomes import raise_far_out
 from treebo.space import Choice, Real, TreeSpace, Vertex
 from treebo.strategies.base import Observations
 from treebo.strategies.far_out import far_out_rows, leave_out, screen_far_out
+from treebo.test_functions import Jenatton
 
 
 def two_branches() -> TreeSpace:
@@ -122,3 +125,32 @@ def test_a_branch_whose_scores_all_agree_stays_in_the_model():
     assert screened is obs
     assert model.train_inputs[0].shape[0] == 26
     assert strategy.last_model is model
+
+
+def test_a_run_with_a_diverged_evaluation_resumes_exactly(tmp_path):
+    """The screen's two fits and the state it keeps are part of the checkpoint."""
+    problem = Jenatton("paper")
+    bad = initial_design(problem.space, 5, 2)[1]
+
+    def objective(params: dict) -> float:
+        return 1e300 if params == bad else problem.objective(params)
+
+    def run(opt: TreeOptimizer, n: int) -> None:
+        for _ in range(n):
+            params = opt.ask()
+            opt.tell(params, objective(params))
+
+    kwargs = {"seed": 2, "n_initial": 5}
+    whole = TreeOptimizer(problem.space, **kwargs)
+    run(whole, 12)
+    assert whole.history[1].params == bad and whole.history[1].value == 1e300
+    path = tmp_path / "run.json"
+    first = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
+    run(first, 9)
+    del first  # killed after 9 evaluations
+    resumed = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
+    run(resumed, 3)
+    assert [t.params for t in resumed.history] == [t.params for t in whole.history]
+    assert sum(t.params == bad for t in whole.history) == 1
+    # The last proposal's model left the diverged evaluation out.
+    assert whole.strategy.last_model.train_inputs[0].shape[0] == 12 - 2
