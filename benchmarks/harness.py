@@ -130,23 +130,33 @@ def run_missing(
     """Run every ``(seed, problem, method)`` not yet in ``out`` at ``budget``,
     appending each record as it finishes; returns the new records."""
     out.parent.mkdir(parents=True, exist_ok=True)
+    new = []
+    for problem, method, seed in missing_runs(out, problems, methods, seeds, budget):
+        record = run_one(problem, method, seed, budget)
+        with open(out, "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        new.append(record)
+        best = min(record["values"]) - (record["optimal_value"] or 0.0)
+        print(
+            f"{problem} {method} seed={seed} best-f*={best:.3e} "
+            f"{record['wall_seconds']:.0f}s",
+            flush=True,
+        )
+    return new
+
+
+def missing_runs(
+    out: Path, problems: list[str], methods: list[str], seeds: list[int], budget: int
+) -> list[tuple[str, str, int]]:
+    """The ``(problem, method, seed)`` runs at ``budget`` that ``out`` lacks, seed by
+    seed."""
     done = {
         (r["problem"], r["method"], r["seed"], r["budget"]) for r in load_records([out])
     }
-    new = []
-    for seed in seeds:
-        for problem in problems:
-            for method in methods:
-                if (problem, method, seed, budget) in done:
-                    continue
-                record = run_one(problem, method, seed, budget)
-                with open(out, "a") as fh:
-                    fh.write(json.dumps(record) + "\n")
-                new.append(record)
-                best = min(record["values"]) - (record["optimal_value"] or 0.0)
-                print(
-                    f"{problem} {method} seed={seed} best-f*={best:.3e} "
-                    f"{record['wall_seconds']:.0f}s",
-                    flush=True,
-                )
-    return new
+    return [
+        (problem, method, seed)
+        for seed in seeds
+        for problem in problems
+        for method in methods
+        if (problem, method, seed, budget) not in done
+    ]

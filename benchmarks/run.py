@@ -5,10 +5,13 @@ Examples::
     python -m benchmarks.run conditional                  # every missing run
     python -m benchmarks.run conditional --methods treebo --seeds 0-4
     python -m benchmarks.run validation --out /tmp/check.jsonl
+    python -m benchmarks.run real_tasks --budget 100 --jobs > jobs.txt  # to shard
 
 Each finished run is appended to ``benchmarks/records/SUITE.jsonl`` (or
 ``--out``) at once; a run already there is skipped, so a suite can be stopped
-and resumed. BoTorch peers save their progress under ``--checkpoint``.
+and resumed. BoTorch peers save their progress under ``--checkpoint``. With
+``--jobs`` the missing runs are listed instead, one command per run, for
+``python -m benchmarks.shard`` on a many-core machine.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from .harness import run, run_missing
+from .harness import missing_runs, run, run_missing
 from .stats import parse_seeds
 from .suites import SUITES
 
@@ -36,15 +39,31 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, help="default: records/SUITE.jsonl")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--checkpoint", type=Path, help="folder for slow peers")
+    parser.add_argument(
+        "--jobs", action="store_true", help="list the missing runs as shard jobs"
+    )
     args = parser.parse_args(argv)
     suite = SUITES[args.suite]
+    out = args.out or RECORDS / f"{args.suite}.jsonl"
+    problems = args.problems.split(",") if args.problems else list(suite.problems)
+    methods = args.methods.split(",") if args.methods else list(suite.methods)
+    seeds = sorted(parse_seeds(args.seeds)) if args.seeds else list(suite.seeds)
+    budget = args.budget or suite.budget
+    if args.jobs:
+        missing = missing_runs(out, problems, methods, seeds, budget)
+        for problem, method, seed in missing:
+            print(
+                f"benchmarks.run {args.suite} --problems {problem} --methods {method} "
+                f"--seeds {seed} --budget {budget}"
+            )
+        return
     torch.set_num_threads(args.threads)
     run_missing(
-        args.out or RECORDS / f"{args.suite}.jsonl",
-        args.problems.split(",") if args.problems else list(suite.problems),
-        args.methods.split(",") if args.methods else list(suite.methods),
-        sorted(parse_seeds(args.seeds)) if args.seeds else list(suite.seeds),
-        args.budget or suite.budget,
+        out,
+        problems,
+        methods,
+        seeds,
+        budget,
         lambda p, m, s, b: run(p, m, s, b, args.checkpoint),
     )
 

@@ -265,6 +265,8 @@ def test_a_treebo_run_of_the_harness_is_the_loop_from_the_shared_design(tmp_path
     assert [r["method"] for r in new] == ["treebo_global", "random"]
     again = harness.run_missing(out, ["p1a"], ["treebo_global", "random"], [0], 7)
     assert again == []  # resumed: nothing left to run
+    missing = harness.missing_runs(out, ["p1a", "p2"], ["random"], [0, 1], 7)
+    assert missing == [("p2", "random", 0), ("p1a", "random", 1), ("p2", "random", 1)]
     ours, rand = harness.load_records([out])
     assert ours["values"][:5] == rand["values"][:5]  # the shared design
     assert len(ours["proposal_seconds"]) == 2
@@ -503,6 +505,21 @@ def test_the_outlier_section_gives_each_seeds_final_regret_and_medians(tmp_path)
     assert "| one 1e300 | 0.5 | 0.003 | 0.25 |" in text
     assert "Within 1e-4 of the clean run: 1 of 2 seeds." in text
     assert "| p2 |" not in text  # the default's records only
+
+
+def test_a_suites_missing_runs_are_listed_as_shard_jobs(tmp_path, capsys):
+    from benchmarks import run
+
+    out = tmp_path / "records.jsonl"
+    args = ["validation", "--problems", "v_flags", "--methods", "random"]
+    run.main([*args, "--seeds", "0-1", "--budget", "3", "--out", str(out), "--jobs"])
+    jobs = capsys.readouterr().out.splitlines()
+    assert jobs == [
+        f"benchmarks.run validation --problems v_flags --methods random --seeds {s} "
+        "--budget 3"
+        for s in (0, 1)
+    ]
+    assert not out.exists()
 
 
 def test_shard_runs_jobs_side_by_side_and_stops_them_at_the_deadline(tmp_path):
