@@ -56,11 +56,13 @@ all proposals; records made on different days or machines are not timed
 against each other.
 
 Which default a `treebo` row measures: the conditional suite (P1(a), P1(b), P2),
-the noisy suite, the diverged evaluation, HPO-B and the real tuning tasks were
-run with the current default (the noise inferred, an exploring step after a tie
-with the best score); the other tables' `treebo` rows were run before that
-change (the noise at a 1e-6 floor) and are to be re-run. The real tuning tasks
-are a slice of their suite so far: seeds 0-6, 50 evaluations, three methods.
+the diverged evaluation and the real tuning tasks were run with the current
+default (the noise inferred, an exploring step after a tie with the best score,
+far-out scores screened by the evidence); the noisy suite and HPO-B with the
+default before the screen (its paired HPO-B runs are in docs/design.md); the
+other tables' `treebo` rows before both (the noise at a 1e-6 floor), and are to
+be re-run. The real tuning tasks are a slice of their suite so far: seeds 0-6,
+50 evaluations, three methods.
 """
 
 

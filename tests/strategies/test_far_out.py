@@ -142,15 +142,15 @@ def test_a_run_with_a_diverged_evaluation_resumes_exactly(tmp_path):
 
     kwargs = {"seed": 2, "n_initial": 5}
     whole = TreeOptimizer(problem.space, **kwargs)
-    run(whole, 12)
+    run(whole, 9)
     assert whole.history[1].params == bad and whole.history[1].value == 1e300
     path = tmp_path / "run.json"
     first = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
-    run(first, 9)
-    del first  # killed after 9 evaluations
+    run(first, 7)
+    del first  # killed after 7 evaluations
     resumed = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
-    run(resumed, 3)
+    run(resumed, 2)
     assert [t.params for t in resumed.history] == [t.params for t in whole.history]
     assert sum(t.params == bad for t in whole.history) == 1
     # The last proposal's model left the diverged evaluation out.
-    assert whole.strategy.last_model.train_inputs[0].shape[0] == 12 - 2
+    assert whole.strategy.last_model.train_inputs[0].shape[0] == 9 - 2
