@@ -61,7 +61,7 @@ default (the noise inferred, an exploring step after a tie with the best score,
 far-out scores screened by the evidence); the noisy suite and HPO-B with the
 default before the screen (its paired HPO-B runs are in docs/design.md); the
 other tables' `treebo` rows before both (the noise at a 1e-6 floor), and are to
-be re-run. The real tuning tasks are a slice of their suite so far: seeds 0-6,
+be re-run. The real tuning tasks are a slice of their suite so far: 10 seeds,
 50 evaluations, three methods.
 """
 
