@@ -33,7 +33,7 @@ import torch
 from torch import Tensor
 
 from treebo.space.parameters import as_real_number
-from treebo.strategies.far_out import FAR_OUT
+from treebo.strategies.far_out import lower_fence
 
 
 def parse_outcome(value: Any) -> tuple[float | None, str | None]:
@@ -86,13 +86,8 @@ def raise_far_out(scores: Tensor) -> Tensor:
         >>> raise_far_out(s).tolist()
         [1.0, 2.0, 3.0, 4.0, -5.0]
     """
-    if scores.numel() < 4:
-        return scores
-    q1, q3 = torch.quantile(scores, scores.new_tensor([0.25, 0.75])).unbind()
-    spread = q3 - q1
-    if not bool(spread.isfinite() & (spread > 0)):
-        return scores
-    return scores.clamp_min(q1 - FAR_OUT * spread)
+    fence = lower_fence(scores)
+    return scores if fence is None else scores.clamp_min(fence[0])
 
 
 @dataclass(frozen=True)

@@ -40,9 +40,28 @@ from treebo.strategies.base import Observations
 FAR_OUT = 3.0
 
 
+def lower_fence(scores: Tensor) -> tuple[Tensor, Tensor] | None:
+    r"""Tukey's outer fence on the bad side of ``n`` finite scores to maximize,
+    $L = q_1 - 3 (q_3 - q_1)$, and the spread $q_3 - q_1$; ``None`` with fewer than 4
+    scores or $q_1 = q_3$ (half the scores tied).
+
+    Example:
+        >>> lower_fence(torch.tensor([1.0, 2.0, 3.0, 4.0, -1e300]))
+        (tensor(-5.), tensor(2.))
+    """
+    if scores.numel() < 4:
+        return None
+    q1, q3 = torch.quantile(scores, scores.new_tensor([0.25, 0.75])).unbind()
+    spread = q3 - q1
+    if not bool(spread.isfinite() & (spread > 0)):
+        return None
+    return q1 - FAR_OUT * spread, spread
+
+
 def far_out_rows(y: Tensor, failed: Tensor) -> Tensor:
     r"""``n`` booleans: the successful scores at or below Tukey's outer fence
-    $q_1 - 3 (q_3 - q_1)$ of the successful scores.
+    ([`lower_fence()`][treebo.strategies.far_out.lower_fence]) of the successful
+    scores.
 
     The loop has raised far-out scores to the fence already; raising keeps the
     quartiles, so the fence is found again (to round-off). With fewer than 4 successes
@@ -53,14 +72,10 @@ def far_out_rows(y: Tensor, failed: Tensor) -> Tensor:
         failed: ``n`` booleans, true for failed trials.
     """
     z, ok = y.squeeze(-1), ~failed
-    none = torch.zeros_like(ok)
-    if int(ok.sum()) < 4:
-        return none
-    q1, q3 = torch.quantile(z[ok], z.new_tensor([0.25, 0.75])).unbind()
-    spread = q3 - q1
-    if not bool(spread > 0):
-        return none
-    return ok & (z <= q1 - FAR_OUT * spread + 1e-9 * spread)
+    fence = lower_fence(z[ok])
+    if fence is None:
+        return torch.zeros_like(ok)
+    return ok & (z <= fence[0] + 1e-9 * fence[1])
 
 
 def leave_out(
