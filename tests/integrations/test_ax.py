@@ -330,7 +330,8 @@ def jenatton_client():
 
 
 @pytest.mark.parametrize(
-    "n_sobol, n_trials", [(3, 5), pytest.param(5, 15, marks=pytest.mark.slow)]
+    "n_sobol, n_trials",
+    [(3, 5), pytest.param(5, 15, marks=[pytest.mark.slow, pytest.mark.timeout(3600)])],
 )
 def test_an_ax_client_switches_to_add_tree_and_saves_to_json(
     n_sobol, n_trials, tmp_path

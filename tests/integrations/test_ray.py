@@ -13,6 +13,9 @@ from treebo import minimize
 from treebo.loop import TimeLimitExecutor
 from treebo.test_functions import Jenatton
 
+# Clusters take a minute to start and run: a CI step of their own.
+pytestmark = pytest.mark.integration
+
 ray = pytest.importorskip("ray")
 
 from treebo.integrations.ray import RayExecutor  # noqa: E402

@@ -17,6 +17,9 @@ from treebo import minimize
 from treebo.loop import TimeLimitExecutor
 from treebo.test_functions import GeneralizedJenatton, Jenatton
 
+# Clusters take a minute to start and run: a CI step of their own.
+pytestmark = pytest.mark.integration
+
 distributed = pytest.importorskip("distributed")
 cloudpickle = pytest.importorskip("cloudpickle")
 

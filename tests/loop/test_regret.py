@@ -11,7 +11,8 @@ import pytest
 from treebo import TreeOptimizer, minimize
 from treebo.test_functions import GeneralizedJenatton, Jenatton
 
-pytestmark = pytest.mark.slow
+# Regret studies: minutes each, beyond the default per-test time limit.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 
 def test_forty_evaluations_on_jenatton_reach_small_regret():
