@@ -60,6 +60,10 @@ PRESETS: dict[str, Callable[[], Any]] = {
         kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True)
     ),
     "treebo_plain": lambda: AddTreeOptions(kernel=AddTreeKernelOptions()),
+    # Issue 55's proxy: lengthscales per vertex, output scales still by depth.
+    "treebo_ls_vertex": lambda: AddTreeOptions(
+        kernel=replace(LOOP_KERNEL_OPTIONS, share_lengthscales="none")
+    ),
     "jenatton_tree": lambda: "jenatton_tree",
     "jenatton_tree_nonlinear": lambda: "jenatton_tree_nonlinear",
     "independent": lambda: "independent",
