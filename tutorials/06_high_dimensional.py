@@ -38,7 +38,7 @@ treebo.set_verbosity("WARNING")
 
 # %% [markdown]
 # A 24-dimensional function drawn from an additive GP whose variables interact
-# in disjoint triangles (paper 002's "partition" graph; a sample path, so its
+# in disjoint triangles (Han et al.'s (2021) "partition" graph; a sample path, so its
 # minimum on the grid is known).
 
 # %%

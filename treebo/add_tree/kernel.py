@@ -142,12 +142,13 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         ancestor_interactions: Keep Definition 4's terms and add, for each vertex with
             parameters below a vertex with parameters, an interaction term on its own
             and its ancestors' parameters, with its own lengthscales and output scale
-            $\rho_v^2$ (paper 000, App. E; module docstring). The output scales' prior
-            is centred at a tenth of a vertex's (``INTERACTION_SCALE``). The terms'
-            lengthscales and output scales are shared as ``share_lengthscales`` and
-            ``share_outputscales`` say. On an additive objective the terms slow learning
-            down; the loop's ``AddTreeOptions.alternative_kernels`` uses them only where
-            leave-one-out shows that they predict better. Cannot be combined with
+            $\rho_v^2$ (Ma & Blaschko, 2020, App. E; module docstring). The output
+            scales' prior is centred at a tenth of a vertex's (``INTERACTION_SCALE``).
+            The terms' lengthscales and output scales are shared as
+            ``share_lengthscales`` and ``share_outputscales`` say. On an additive
+            objective the terms slow learning down; the loop's
+            ``AddTreeOptions.alternative_kernels`` uses them only where leave-one-out
+            shows that they predict better. Cannot be combined with
             ``inherit_ancestors``.
         vertices: ``V`` booleans: the vertices whose terms the kernel sums
             (default: every vertex; a vertex without parameters or offset

@@ -62,11 +62,11 @@ class AddTreeKernelOptions:
             that all of the slot's vertices share.
         inherit_ancestors: Each vertex's kernel also reads its ancestors'
             parameters, so the effect of a shared parameter may differ
-            between branches (paper 000, App. E), branches without
+            between branches (Ma & Blaschko, 2020, App. E), branches without
             parameters of their own included.
         ancestor_interactions: Keep each vertex's own term and add a separate
             interaction term on its and its ancestors' parameters, with a
-            small output-scale prior (paper 000, App. E); best used as one of
+            small output-scale prior (Ma & Blaschko, 2020, App. E); best used as one of
             ``AddTreeOptions.alternative_kernels``.
 
     Example:

@@ -1,4 +1,4 @@
-"""Bayesian kernelized tensor factorization (BKTF, paper 004): a fully Bayesian
+"""Bayesian kernelized tensor factorization (BKTF; Lei & Sun, 2023): a fully Bayesian
 low-rank surrogate over a grid. The grid ([`Grid`][treebo.bktf.grid.Grid]), the
 model's conditionals and Gibbs sampler
 ([`treebo.bktf.conditionals`][treebo.bktf.conditionals],

@@ -1,4 +1,4 @@
-r"""Acquisition over the whole grid from BKTF's posterior samples (paper 004,
+r"""Acquisition over the whole grid from BKTF's posterior samples (Lei & Sun, 2023,
 Algorithm 2).
 
 An acquisition here reduces the $K$ posterior samples $F^{(k)}(x)$ at each point to
@@ -62,7 +62,7 @@ class MomentAcquisition(SampleAcquisition):
 
 @dataclass(frozen=True)
 class SampleUCB(MomentAcquisition):
-    r"""$U(x) + \beta \sqrt{V(x)}$ (Algorithm 2 of paper 004).
+    r"""$U(x) + \beta \sqrt{V(x)}$ (Algorithm 2 of Lei & Sun (2023)).
 
     Attributes:
         beta: Weight of the standard deviation ($\ge 0$).

@@ -1,4 +1,4 @@
-r"""BKTF's model and the conditionals of its Gibbs sampler (paper 004, Sec. 7.1).
+r"""BKTF's model and the conditionals of its Gibbs sampler (Lei & Sun, 2023, Sec. 7.1).
 
 On a grid $S_1 \times \dots \times S_D$ the function is a CP decomposition of rank
 $R$,
@@ -56,7 +56,7 @@ class BKTFPrior:
 
     Attributes:
         lengthscale_loc: $\mu_l$, the mean of $\log l$ (inputs on ``[0, 1]``;
-            paper 004, Sec. 7.5.1: $\log 0.5$).
+            Lei & Sun (2023), Sec. 7.5.1: $\log 0.5$).
         lengthscale_var: $\sigma_l^2$, the variance of $\log l$ (paper: 0.5).
         noise_shape: $a_0$ of the Gamma prior of the noise precision.
         noise_rate: $b_0$ of the Gamma prior of the noise precision.

@@ -1,5 +1,5 @@
 r"""[`BKTF`][treebo.bktf.model.BKTF]: Bayesian kernelized tensor factorization as a
-BoTorch model (paper 004).
+BoTorch model (Lei & Sun, 2023).
 
 The model holds observations on a [`Grid`][treebo.bktf.grid.Grid]; ``fit()`` runs the
 Gibbs sampler ([`run_gibbs()`][treebo.bktf.sampler.run_gibbs]) on the standardized
@@ -115,7 +115,7 @@ class BKTF(Model):
         thin: int = 1,
         seed: int = 0,
     ) -> BKTFSamples:
-        """Run the Gibbs sampler and keep its samples (paper 004, Sec. 7.3.2's
+        """Run the Gibbs sampler and keep its samples (Lei & Sun, 2023, Sec. 7.3.2's
         counts by default: 1000 sweeps, the first 600 discarded).
 
         Returns:

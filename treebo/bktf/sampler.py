@@ -1,4 +1,4 @@
-r"""The Gibbs sampler of BKTF (paper 004, Algorithm 2's inner loop).
+r"""The Gibbs sampler of BKTF (Lei & Sun, 2023, Algorithm 2's inner loop).
 
 A sweep visits each mode $d$ in turn: it slice-samples the mode's $R$ log
 length-scales jointly from their posterior with all of the mode's factors

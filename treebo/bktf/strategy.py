@@ -1,5 +1,5 @@
 r"""The loop's ``"bktf"`` strategy: BKTF on a grid of the space, and the best
-unvisited grid point (paper 004, Algorithm 2).
+unvisited grid point (Lei & Sun, 2023, Algorithm 2).
 
 Each proposal maps the observations to their nearest grid points, runs the Gibbs
 sampler afresh (seeded by the proposal's seed, so a resumed run continues exactly),
@@ -44,8 +44,8 @@ class BKTFOptions:
         resolution: Values per real parameter (and most per integer one);
             ``None`` picks the largest up to 50 that keeps the grid within
             ``MAX_AUTO_GRID`` points.
-        num_sweeps: Gibbs sweeps per proposal (paper 004: 1000).
-        burn_in: Sweeps discarded first (paper 004: 600).
+        num_sweeps: Gibbs sweeps per proposal (Lei & Sun (2023): 1000).
+        burn_in: Sweeps discarded first (Lei & Sun (2023): 600).
         chains: Chains run as one batch (their kept samples are pooled).
         acquisition: How the samples score a grid point (default
             [`SampleUCB(beta=2)`][treebo.bktf.acquisition.SampleUCB]).

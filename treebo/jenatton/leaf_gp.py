@@ -14,7 +14,7 @@ own parameters and an output scale, and $z$ the shared features
 ([`SharedFeatures`][treebo.jenatton.leaves.SharedFeatures]). With
 $M_p = K_p + \sigma^2 I$ (Cholesky $M_p = L_p L_p^\top$, batched over leaves
 padded to the largest), the coefficients have the closed-form posterior of
-paper 001, Sec. 2.1,
+Jenatton et al. (2017), Sec. 2.1,
 
 $$
 c \mid y \sim \mathcal{N}(\Lambda_c^{-1} f_c, \Lambda_c^{-1}), \quad

@@ -12,7 +12,7 @@ $$
 with $z(x) = [r_v(x)]_{v}$ the shared parameters $r_v$ of every inner vertex
 $v$ on the path (zero for the vertices off it), so that one coefficient
 vector $c_v$ is shared by all the leaves below $v$. ``tree-nonlinear``
-replaces $r_v$ by random Fourier features $\phi_v(r_v)$ (paper 001, Sec. 3):
+replaces $r_v$ by random Fourier features $\phi_v(r_v)$ (Jenatton et al., 2017, Sec. 3):
 
 $$
 \phi_v(r) = \sqrt{2 / R_v}\, \cos(W_v r + q_v), \quad

@@ -19,7 +19,7 @@ class JenattonTreeGP(LeafGP):
     GP per leaf on the leaf's own parameters plus a linear term, shared along
     the tree, in the parameters of the inner vertices (module docstring);
     with ``nonlinear=True``, ``tree-nonlinear`` (random Fourier features of
-    the shared parameters, paper 001, Sec. 3).
+    the shared parameters, Jenatton et al. (2017), Sec. 3).
 
     A BoTorch `Model` on the column layout of
     [`AddTreeGP`][treebo.add_tree.model.AddTreeGP]; fit it with

@@ -1,4 +1,5 @@
-r"""Functions drawn from additive GPs over a graph (paper 002's synthetic problems, P4).
+r"""Functions drawn from additive GPs over a graph (Han et al., 2021: their synthetic
+problems, P4).
 
 On the grid $u = (0, \frac{1}{N-1}, \dots, 1)$ of every axis, each isolated variable $i$
 gets a 1-D GP sample $g_i$ and each edge $(i, j)$ a 2-D GP sample $g_{ij}$ (RBF kernel,
@@ -14,9 +15,9 @@ all samples cost $O(E N^3)$ and take milliseconds. The minimum is exact: min-sum
 passing on a forest, variable elimination when the graph has cycles.
 
 [`additive_graph()`][treebo.test_functions.additive.additive_graph] builds the graphs of
-paper 002: ``star`` (variable 0 joined to all others), ``grid`` (an ``a x b`` lattice,
-with cycles), ``partition`` (disjoint triangles) and ``ancestry`` (a depth-3 rooted tree
-of 1 / 15 / 43 / 73 vertices per level, the shape of Ancestry-132).
+Han et al. (2021): ``star`` (variable 0 joined to all others), ``grid`` (an ``a x b``
+lattice, with cycles), ``partition`` (disjoint triangles) and ``ancestry`` (a depth-3
+rooted tree of 1 / 15 / 43 / 73 vertices per level, the shape of Ancestry-132).
 
 Example:
     >>> dim, edges = additive_graph("star", 10)
@@ -41,7 +42,7 @@ GRAPHS = ("star", "grid", "partition", "ancestry")
 
 
 def additive_graph(name: str, size: int | tuple[int, int] = 10) -> tuple[int, Tensor]:
-    """``(dim, edges)`` of one of paper 002's dependency graphs.
+    """``(dim, edges)`` of one of Han et al.'s (2021) dependency graphs.
 
     Args:
         name: ``"star"`` (``size`` variables), ``"grid"`` (``size = (a, b)``),
@@ -139,7 +140,7 @@ class AdditiveGPFunction(SyntheticTestFunction):
     Args:
         dim: ``d``.
         edges: ``E x 2`` edges of the dependency graph (cycles allowed).
-        grid_points: ``N`` grid values per axis (150 in paper 002).
+        grid_points: ``N`` grid values per axis (150 in Han et al. (2021)).
         lengthscale: Of the RBF kernel the samples are drawn from.
         seed: Seed of the draw (the function is fixed by it).
         noise_std: Standard deviation of observation noise (paper: 0.15).

@@ -25,7 +25,7 @@ the internal nodes on the path, with the shared variables entering linearly,
 $s(r) = r$, or quadratically, $s(r) = 4 (r - 1/2)^2$ (best inside the box),
 or not at all (no $r_n$). $f^* = 0.1$.
 
-The test trees of Jenatton et al.'s supplement (paper 001:
+The test trees of Jenatton et al.'s (2017) supplement (
 small and large, balanced and unbalanced, with no, linear or quadratic
 shared variables) are listed in
 [`PAPER_001_TREES`][treebo.test_functions.jenatton.PAPER_001_TREES]. The
@@ -236,7 +236,7 @@ class GeneralizedJenatton(_TreeTestFunction):
         return (active * term).sum(-1)
 
 
-#: The test trees of Jenatton et al.'s supplement (paper 001), by name
+#: The test trees of Jenatton et al.'s (2017) supplement, by name
 #: (``"{small|large}_{balanced|unbalanced}_{none|linear|quadratic}"``):
 #: ``(depth, balanced, shared)`` arguments of
 #: [`GeneralizedJenatton`][treebo.test_functions.jenatton.GeneralizedJenatton].

@@ -1,4 +1,4 @@
-r"""Non-stationary test functions (paper 003's synthetic problems).
+r"""Non-stationary test functions (Assael et al.'s (2014) synthetic problems).
 
 **RKHS** (P6; Assael et al., after Wang et al. 2014): on $[0, 1]$,
 

@@ -9,8 +9,8 @@ k(x, x') = \sum_{G} \sigma^G \exp\Big(-\frac12 \sum_{i \in G}
 \sigma^G = \sqrt{\textstyle\sum_{i \in G} \sigma_i^2}
 $$
 
-(paper 002, eq. 7). Lengthscales $\ell_i$ and scales $\sigma_i$ belong to the variables,
-not to the components, so they survive a change of structure:
+(Han et al., 2021, eq. 7). Lengthscales $\ell_i$ and scales $\sigma_i$ belong to the
+variables, not to the components, so they survive a change of structure:
 [`TreeAdditiveKernel.set_edges()`][treebo.tree_additive.kernel.TreeAdditiveKernel.set_edges]
 swaps the forest in place.
 

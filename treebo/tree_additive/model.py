@@ -6,8 +6,8 @@ isolated variables, see
 [`TreeAdditiveKernel`][treebo.tree_additive.kernel.TreeAdditiveKernel]). Besides
 BoTorch's ``posterior``, it reports the posterior of every component separately
 ([`TreeAdditiveGP.component_posterior()`][treebo.tree_additive.model.TreeAdditiveGP.component_posterior],
-paper 002 eq. 3), the quantity the additive UCB and its message-passing optimizer work
-with, and on a product grid of per-variable values
+Han et al., 2021, eq. 3), the quantity the additive UCB and its message-passing
+optimizer work with, and on a product grid of per-variable values
 ([`TreeAdditiveGP.grid_posterior()`][treebo.tree_additive.model.TreeAdditiveGP.grid_posterior])
 without forming the grid's points.
 """

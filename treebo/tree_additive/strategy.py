@@ -50,7 +50,7 @@ from treebo.tree_additive.structure_learning import learn_tree_structure
 from treebo.tree_additive.ucb import TreeAdditiveUCB
 from treebo.tree_additive.zooming import optimize_acqf_zooming
 
-#: $\beta_t = \text{BETA_SCALE} \cdot \log(2t)$ (paper 002).
+#: $\beta_t = \text{BETA_SCALE} \cdot \log(2t)$ (Han et al., 2021).
 BETA_SCALE = 0.5
 #: L-BFGS-B iterations of each hyper-parameter fit.
 FIT_MAXITER = 100
@@ -58,7 +58,7 @@ FIT_MAXITER = 100
 
 @dataclass(frozen=True)
 class TreeAdditiveOptions:
-    r"""Settings of the ``"tree_additive"`` strategy (paper 002's defaults).
+    r"""Settings of the ``"tree_additive"`` strategy (Han et al.'s (2021) defaults).
 
     Attributes:
         learn_interval: ``C``: proposals between structure learning steps,
@@ -164,7 +164,7 @@ class TreeAdditiveStrategy(Strategy):
 
     def refit_due(self, step: int) -> bool:
         """Whether the ``step``-th proposal after the initial design refits
-        the hyper-parameters between learning steps (never: paper 002 refits
+        the hyper-parameters between learning steps (never: Han et al. (2021) refits
         with each learning step; a subclass may refit more often)."""
         return False
 

@@ -1,12 +1,12 @@
 r"""Fitting a [`TreedGP`][treebo.treed.model.TreedGP] with its mean and scales profiled
 out.
 
-The weighted pseudo-likelihood of a treed GP (paper 003, eq. 8-9) is a sum over
-pseudo-likelihood factors $f$ of Gaussian log densities of the residuals $y_f - \mu_l$
-under $\sigma_l^2 (R_l + \lambda_l I)$, where leaf $l$ owns the factor, $R_l$ is its
-Matern-5/2 correlation (lengthscales $\ell_l$, optional input warp), $\sigma_l^2$ its
-output scale and $\lambda_l = s_l^2 /
-\sigma_l^2$ its noise-to-signal ratio. For fixed $(\ell_l, \lambda_l)$ the best constant
+The weighted pseudo-likelihood of a treed GP (Assael et al., 2014, eq. 8-9) is a sum
+over pseudo-likelihood factors $f$ of Gaussian log densities of the residuals
+$y_f - \mu_l$ under $\sigma_l^2 (R_l + \lambda_l I)$, where leaf $l$ owns the factor,
+$R_l$ is its Matern-5/2 correlation (lengthscales $\ell_l$, optional input warp),
+$\sigma_l^2$ its output scale and $\lambda_l = s_l^2 / \sigma_l^2$ its noise-to-signal
+ratio. For fixed $(\ell_l, \lambda_l)$ the best constant
 mean is a generalized least-squares estimate and the best log output scale
 $t_l = \log \sigma_l^2$ solves a strictly concave 1-D problem:
 

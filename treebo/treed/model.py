@@ -8,7 +8,7 @@ on the leaf's points. A query is answered by the GP of its leaf, so a smooth reg
 a rugged one get their own lengthscales, output scales and noise.
 
 Leaf hyper-parameters $\theta_j$ maximize the weighted marginal pseudo-likelihood of
-paper 003 (eq. 8-9): with $\rho^j_0 = j, \rho^j_1,
+Assael et al. (2014, eq. 8-9): with $\rho^j_0 = j, \rho^j_1,
 \dots$ the nodes from leaf $j$ up to the root and $D_{j,i}$ the data of $\rho^j_i$ not
 in $\rho^j_{i-1}$ ($D_{j,0}$ the leaf's own data),
 
@@ -69,7 +69,7 @@ class TreedGP(Model, GP):
     Args:
         train_X: ``n x d`` training inputs.
         train_Y: ``n x 1`` training outcomes.
-        min_leaf_size: The fewest points a leaf holds (paper 003: 5).
+        min_leaf_size: The fewest points a leaf holds (Assael et al. (2014): 5).
         warp: Learn a Kumaraswamy input warp per leaf (HTBO-WARP).
         bounds: ``2 x d`` bounds of the inputs, mapped to the unit cube
             (default: the inputs are in the unit cube already).

@@ -2,7 +2,7 @@ r"""The input-space partition of a treed GP (Assael et al., HTBO, Sec. 3.1).
 
 A binary tree over the inputs, grown from the data as in CART: a node $A$ is split on
 the feature $h$ and threshold $\tau$ that maximize the reduction in uncertainty (eq. 5
-of paper 003)
+of Assael et al., 2014)
 
 $$
 I(A, A', A'') = U(A) - \frac{|A'|}{|A|} U(A') - \frac{|A''|}{|A|} U(A''),

@@ -1,7 +1,7 @@
 r"""The treed strategy: HTBO (Assael et al.) on spaces of real parameters.
 
 Each proposal builds a [`TreedGP`][treebo.treed.model.TreedGP] on the observations (the
-partition is rebuilt from the data every time, as in paper 003, and pruned by
+partition is rebuilt from the data every time, as in Assael et al. (2014), and pruned by
 leave-one-out validation), fits its leaves by the weighted pseudo-likelihood
 ([`fit_treed_gp()`][treebo.treed.fit.fit_treed_gp]), and maximizes expected improvement
 over a 20,000-point Sobol set with the best points polished by L-BFGS-B
@@ -39,7 +39,7 @@ from treebo.treed.model import TreedGP
 
 @dataclass(frozen=True)
 class TreedOptions:
-    """Settings of the ``"treed"`` strategy (paper 003's, plus tree pruning).
+    """Settings of the ``"treed"`` strategy (Assael et al.'s (2014), plus tree pruning).
 
     Attributes:
         min_leaf_size: The fewest observations a leaf holds.
@@ -125,7 +125,7 @@ class TreedStrategy(Strategy):
 
     def build_model(self, observations: Observations) -> TreedGP:
         """The unfitted treed GP of the observations (a subclass may build
-        another, e.g. paper 003's unpruned tree with ``prune=False``)."""
+        another, e.g. Assael et al.'s (2014) unpruned tree with ``prune=False``)."""
         opts = self.options
         bounds = observations.space.bounds.to(observations.X)
         return TreedGP(
