@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from treebo.add_tree import AddTreeStrategy
+
 N_INITIAL = 5
 
 
@@ -57,7 +59,7 @@ def child(folder: Path, seed: int, budget: int) -> None:
         budget=budget,
         seed=seed,
         n_initial=N_INITIAL,
-        model=AddTreeOptions(num_restarts=4, raw_samples=64),
+        strategy=AddTreeStrategy(AddTreeOptions(num_restarts=4, raw_samples=64)),
         checkpoint=folder / "run.jsonl",
     )
 

@@ -6,7 +6,7 @@ that grid. Every method starts from the same ``n_initial`` grid points for a see
 (treebo's initial design, moved onto the grid) and has the same total budget.
 
 ========================  ===================================================
-``bktf``                  ``minimize(..., model="bktf")`` at the problem's
+``bktf``                  ``minimize(..., strategy="bktf")`` at the problem's
                           resolution (defaults otherwise: rank 2, 1000 sweeps,
                           600 burn-in, UCB with beta = 2)
 ``gp_ei``, ``gp_ucb``     BoTorch ``SingleTaskGP`` (Matern-3/2, ARD; with a
@@ -44,7 +44,7 @@ import torch
 from botorch.test_functions.synthetic import Branin, Griewank, Hartmann
 
 from treebo import Categorical, Real, TreeOptimizer, TreeSpace, Vertex
-from treebo.bktf import BKTFOptions, Grid, SampleEI
+from treebo.bktf import BKTFOptions, BKTFStrategy, Grid, SampleEI
 from treebo.loop import initial_design
 
 from .grid_peers import gp_grid_proposal
@@ -241,11 +241,12 @@ def run_one(name: str, method: str, seed: int) -> dict:
     t0 = time.time()
     if method in ("treebo", *BKTF_VARIANTS):
         if method == "treebo":
-            model = "add_tree"
+            strategy = "add_tree"
         else:
-            model = replace(BKTF_VARIANTS[method], resolution=problem.resolution)
+            options = replace(BKTF_VARIANTS[method], resolution=problem.resolution)
+            strategy = BKTFStrategy(options)
         opt = TreeOptimizer(
-            problem.space, model=model, seed=seed, n_initial=problem.n_initial
+            problem.space, strategy=strategy, seed=seed, n_initial=problem.n_initial
         )
         for params in design:
             opt.tell(params, problem.objective(params))

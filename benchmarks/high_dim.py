@@ -2,7 +2,7 @@
 
 Methods (all start from the same 10 uniform random points per seed):
 
-    tree_additive   ``TreeOptimizer(model="tree_additive")`` with its defaults
+    tree_additive   ``TreeOptimizer(strategy="tree_additive")`` with its defaults
                     (structure learned every 15 proposals, additive UCB by
                     zooming message passing)
     random_tree     the same model on a fixed random spanning tree drawn per
@@ -145,7 +145,7 @@ def tree_additive_run(
     names = space.parameter_names
     opt = TreeOptimizer(
         space,
-        model="tree_additive",
+        strategy="tree_additive",
         options=tree_additive_options(method, d, seed),
         seed=seed,
         n_initial=N_INITIAL,

@@ -67,7 +67,7 @@ def initial_rows(task: HPOBTask, seed: int) -> list[int]:
 def run_treebo(task: HPOBTask, seed: int, budget: int, preset: str) -> list[int]:
     opt = TreeOptimizer(
         task.space,
-        model=PRESETS[preset](),
+        strategy=PRESETS[preset](),
         maximize=True,
         n_initial=N_INITIAL,
         seed=seed,

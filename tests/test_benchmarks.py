@@ -273,7 +273,7 @@ def test_a_treebo_run_of_the_harness_is_the_loop_from_the_shared_design(tmp_path
     assert {"date", "machine", "versions", "wall_seconds"} <= set(ours)
     # The same as the loop itself.
     problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0, model=PRESETS["treebo_global"]())
+    opt = TreeOptimizer(problem.space, seed=0, strategy=PRESETS["treebo_global"]())
     for value in ours["values"]:
         params = opt.ask()
         assert problem.objective(params) == value

@@ -121,18 +121,18 @@ def test_version_and_help_answer_without_importing_torch():
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("treebo ")
     helped = command("run", "--help")
-    for option in ("--budget", "--seed", "--model", "--noise", "--checkpoint"):
+    for option in ("--budget", "--seed", "--strategy", "--noise", "--checkpoint"):
         assert option in helped.stdout
     assert "add_tree_ucb" in helped.stdout
 
 
-def test_the_model_names_in_the_help_are_the_registered_strategies():
+def test_the_strategy_names_in_the_help_are_the_registered_strategies():
     import treebo.loop  # noqa: F401  (registers the families)
-    from treebo.cli import MODEL_NAMES
+    from treebo.cli import STRATEGY_NAMES
     from treebo.strategies.base import STRATEGIES
 
     built_in = {n for n, c in STRATEGIES.items() if c.__module__.startswith("treebo.")}
-    assert sorted(MODEL_NAMES) == sorted(built_in)
+    assert sorted(STRATEGY_NAMES) == sorted(built_in)
 
 
 def test_user_mistakes_are_one_line_with_exit_status_2(workdir, capsys):

@@ -31,7 +31,7 @@ def test_loop_runs_on_cuda(strategy):
 
     problem = Jenatton()
     cls = AddTreeStrategy if strategy == "add_tree" else AddTreeUCBStrategy
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, model=cls(device="cuda"))
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, strategy=cls(device="cuda"))
     for _ in range(7):
         params = opt.ask()
         problem.space.validate(params)
@@ -65,7 +65,7 @@ def test_real_space_strategies_run_on_cuda(model):
 
     space = TreeSpace(Vertex([Real(f"x{i}", 0.0, 1.0) for i in range(3)]))
     strategy = type(make_strategy(model))(device="cuda")
-    opt = TreeOptimizer(space, seed=0, n_initial=6, model=strategy)
+    opt = TreeOptimizer(space, seed=0, n_initial=6, strategy=strategy)
     for _ in range(9):
         params = opt.ask()
         opt.tell(params, sum((v - 0.3) ** 2 for v in params.values()))
@@ -157,7 +157,7 @@ def test_bktf_on_cuda_equals_cpu_and_runs_in_the_loop():
     space = TreeSpace(Vertex([Real("a", 0, 1), Real("b", 0, 1)]))
     options = BKTFOptions(resolution=8, num_sweeps=20, burn_in=10)
     opt = TreeOptimizer(
-        space, seed=0, n_initial=3, model=BKTFStrategy(options, device="cuda")
+        space, seed=0, n_initial=3, strategy=BKTFStrategy(options, device="cuda")
     )
     for _ in range(5):
         params = opt.ask()

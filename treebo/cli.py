@@ -36,7 +36,7 @@ from treebo import __version__
 
 #: The registered strategy names (``treebo.strategies.base.STRATEGIES``), listed
 #: here so that ``--help`` does not import PyTorch; a test keeps them equal.
-MODEL_NAMES = (
+STRATEGY_NAMES = (
     "add_tree",
     "add_tree_ucb",
     "bktf",
@@ -63,7 +63,7 @@ def _run(args: argparse.Namespace) -> int:
             space,
             budget=args.budget,
             seed=args.seed,
-            model=args.model,
+            strategy=args.strategy,
             maximize=args.maximize,
             noise=args.noise,
             checkpoint=args.checkpoint,
@@ -174,10 +174,14 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, default=None, help="seed for a repeatable run")
     run.add_argument(
-        "--model",
+        "--strategy",
+        "--model",  # its deprecated spelling
+        dest="strategy",
         default="add_tree",
         metavar="NAME",
-        help="the strategy: " + ", ".join(MODEL_NAMES) + " (default: add_tree)",
+        help="what proposes the next configuration: "
+        + ", ".join(STRATEGY_NAMES)
+        + " (default: add_tree; --model is a deprecated alias)",
     )
     run.add_argument("--maximize", action="store_true", help="maximize the objective")
     run.add_argument(

@@ -1,7 +1,7 @@
 """Demo: treebo on the Jenatton et al. tree-structured problem vs random search.
 
 Run with ``python -m treebo.demo`` (options: ``--budget``, ``--seed``,
-``--model``).
+``--strategy``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
-        "--model", default="add_tree", choices=["add_tree", "add_tree_ucb"]
+        "--strategy",
+        "--model",  # its deprecated spelling
+        dest="strategy",
+        default="add_tree",
+        choices=["add_tree", "add_tree_ucb"],
     )
     args = parser.parse_args(argv)
 
@@ -42,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
         problem.space,
         budget=args.budget,
         seed=args.seed,
-        model=args.model,
+        strategy=args.strategy,
         noise="deterministic",  # Jenatton's function is exact: say so
     )
     treebo_seconds = time.perf_counter() - t0
@@ -58,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
 
     rows = [
         (
-            f"treebo ({args.model})",
+            f"treebo ({args.strategy})",
             result.best_value,
             treebo_seconds,
             result.best_params,

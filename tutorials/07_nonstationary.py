@@ -38,7 +38,7 @@ treebo.set_verbosity("WARNING")
 f = Exp2D()
 runs = {
     name: minimize_box(
-        lambda x: f(x.unsqueeze(0)).item(), f.bounds, BUDGET, seed=0, model=name
+        lambda x: f(x.unsqueeze(0)).item(), f.bounds, BUDGET, seed=0, strategy=name
     )
     for name in ("treed", "add_tree")
 }

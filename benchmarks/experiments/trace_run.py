@@ -27,7 +27,7 @@ def trace(problem_name: str, method: str, seed: int, budget: int) -> list[str]:
     """The run's lines: index, kind, kernel, choice labels, value."""
     problem = PROBLEMS[problem_name]()
     space = problem.space
-    opt = TreeOptimizer(space, seed=seed, model=PRESETS[method]())
+    opt = TreeOptimizer(space, seed=seed, strategy=PRESETS[method]())
     choices = [space.parameter_names[column] for column in space.choice_columns]
     lines = []
     for index in range(budget):

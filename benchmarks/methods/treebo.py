@@ -5,12 +5,12 @@
                          GP with local refinement
 ``treebo_global``        the same without local refinement
                          (``AddTreeOptions(local=None)``)
-``treebo_ucb``           ``model="add_tree_ucb"``: Add-Tree-GP-UCB with the
+``treebo_ucb``           ``strategy="add_tree_ucb"``: Add-Tree-GP-UCB with the
                          loop's local steps and redirects
 ``treebo_ucb_paper``     Algorithm 2 of the Add-Tree paper
                          (``AddTreeUCBOptions.paper()``)
-``tree_additive``        ``model="tree_additive"`` (real parameters only)
-``treed``                ``model="treed"``: HTBO (real parameters only)
+``tree_additive``        ``strategy="tree_additive"`` (real parameters only)
+``treed``                ``strategy="treed"``: HTBO (real parameters only)
 ``treed_warp``           HTBO-WARP (``TreedOptions(warp=True)``)
 ``treebo_inherit``       the default loop whose kernel folds each vertex's
                          ancestors' parameters into its term, with the additive
@@ -36,33 +36,43 @@ from dataclasses import replace
 from typing import Any
 
 from treebo import TreeOptimizer
-from treebo.add_tree import AddTreeOptions, AddTreeUCBOptions
+from treebo.add_tree import (
+    AddTreeOptions,
+    AddTreeStrategy,
+    AddTreeUCBOptions,
+    AddTreeUCBStrategy,
+)
 from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.loop.outcomes import score_scale
-from treebo.treed import TreedOptions
+from treebo.treed import TreedOptions, TreedStrategy
 
 from .exploration import EpsilonGreedy
 
-#: ``{name: () -> model}``: what ``TreeOptimizer(model=...)`` takes.
+#: ``{name: () -> strategy}``: what ``TreeOptimizer(strategy=...)`` takes (a name or
+#: a fresh Strategy).
 PRESETS: dict[str, Callable[[], Any]] = {
     "treebo": lambda: "add_tree",
-    "treebo_global": lambda: AddTreeOptions(local=None),
+    "treebo_global": lambda: AddTreeStrategy(AddTreeOptions(local=None)),
     "treebo_ucb": lambda: "add_tree_ucb",
-    "treebo_ucb_paper": AddTreeUCBOptions.paper,
+    "treebo_ucb_paper": lambda: AddTreeUCBStrategy(AddTreeUCBOptions.paper()),
     "tree_additive": lambda: "tree_additive",
     "treed": lambda: "treed",
-    "treed_warp": lambda: TreedOptions(warp=True),
-    "treebo_inherit": lambda: AddTreeOptions(
-        kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True),
-        alternative_kernels=(LOOP_KERNEL_OPTIONS,),
+    "treed_warp": lambda: TreedStrategy(TreedOptions(warp=True)),
+    "treebo_inherit": lambda: AddTreeStrategy(
+        AddTreeOptions(
+            kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True),
+            alternative_kernels=(LOOP_KERNEL_OPTIONS,),
+        )
     ),
-    "treebo_inherit_only": lambda: AddTreeOptions(
-        kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True)
+    "treebo_inherit_only": lambda: AddTreeStrategy(
+        AddTreeOptions(kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True))
     ),
-    "treebo_plain": lambda: AddTreeOptions(kernel=AddTreeKernelOptions()),
+    "treebo_plain": lambda: AddTreeStrategy(
+        AddTreeOptions(kernel=AddTreeKernelOptions())
+    ),
     # Issue 55's proxy: lengthscales per vertex, output scales still by depth.
-    "treebo_ls_vertex": lambda: AddTreeOptions(
-        kernel=replace(LOOP_KERNEL_OPTIONS, share_lengthscales="none")
+    "treebo_ls_vertex": lambda: AddTreeStrategy(
+        AddTreeOptions(kernel=replace(LOOP_KERNEL_OPTIONS, share_lengthscales="none"))
     ),
     "jenatton_tree": lambda: "jenatton_tree",
     "jenatton_tree_nonlinear": lambda: "jenatton_tree_nonlinear",
@@ -75,7 +85,7 @@ PRESETS: dict[str, Callable[[], Any]] = {
 
 
 def register_preset(name: str, model: Callable[[], Any]) -> None:
-    """Add a preset: ``model()`` returns a name, options or a fresh Strategy."""
+    """Add a preset: ``model()`` returns a strategy's name or a fresh Strategy."""
     if name in PRESETS:
         raise ValueError(f"preset {name!r} exists.")
     PRESETS[name] = model
@@ -92,7 +102,7 @@ def run_treebo(
     last model's fitted noise variance in the objective's units are left on
     ``problem`` as ``recommended`` and ``fitted_noise_variance`` for the harness.
     """
-    opt = TreeOptimizer(problem.space, seed=seed, model=PRESETS[preset]())
+    opt = TreeOptimizer(problem.space, seed=seed, strategy=PRESETS[preset]())
     if opt.n_initial != len(design):
         raise ValueError(f"{preset}: its design has {opt.n_initial} points.")
     values: list[float] = []

@@ -101,13 +101,13 @@ def simulated_run(
     seed: int,
     budget: int,
     eval_seconds: float,
-    model="add_tree",
+    strategy="add_tree",
 ) -> tuple[TreeOptimizer, list[float], list[float]]:
     """``minimize``'s loop with ``workers`` evaluations in flight on a virtual
     clock: evaluations take ``eval_seconds`` x [0.5, 1.5] of it, proposals the
     real seconds they take. Returns the optimizer, the clock at each tell and
     each proposal's seconds."""
-    opt = TreeOptimizer(problem.space, model=model, seed=seed)
+    opt = TreeOptimizer(problem.space, strategy=strategy, seed=seed)
     clock, order = 0.0, itertools.count()
     running: list[tuple[float, int, dict]] = []  # (finish time, order, params)
     told: list[float] = []
@@ -189,7 +189,7 @@ def _minimize_on_executor(
             problem.space,
             budget,
             seed=seed,
-            model=strategy_of(method),
+            strategy=strategy_of(method),
             n_workers=workers,
             executor=executor,
             callback=lambda trial: told.append(time.perf_counter() - t0),

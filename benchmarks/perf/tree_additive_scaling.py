@@ -1,7 +1,7 @@
 """Seconds per proposal of the tree-additive strategy against vanilla BoTorch.
 
 For each dimension ``d``, ``n`` Styblinski-Tang observations (uniform points)
-are told to a ``TreeOptimizer(model="tree_additive")``; then proposals are
+are told to a ``TreeOptimizer(strategy="tree_additive")``; then proposals are
 timed: the first (fit, structure learning, refit, acquisition), and the next
 ``learn_interval - 1`` (conditioning with the kept hyper-parameters, or a warm
 refit where ``refit_interval`` says so, then the acquisition). The seconds per
@@ -57,8 +57,12 @@ def time_tree_additive(
     U, Y = data(d, n)
     space = box_space(torch.tensor([[0.0] * d, [1.0] * d]))
     names = space.parameter_names
-    model = options if refit_interval is None else RefitEvery(options, refit_interval)
-    opt = TreeOptimizer(space, model=model, seed=0, n_initial=n)
+    strategy = (
+        TreeAdditiveStrategy(options)
+        if refit_interval is None
+        else RefitEvery(options, refit_interval)
+    )
+    opt = TreeOptimizer(space, strategy=strategy, seed=0, n_initial=n)
     for u, y in zip(U.tolist(), Y.tolist(), strict=True):
         opt.tell(dict(zip(names, u, strict=True)), y)
     cycle, phases = [], []

@@ -65,10 +65,12 @@ def main() -> None:
                 times.append(time.perf_counter() - t0)
             peer.append(min(times))
             for method in args.methods.split(","):
-                model = PRESETS[method]()
                 runs = []
                 for _ in range(args.repeats):
-                    opt = TreeOptimizer(space, seed=seed, n_initial=args.n, model=model)
+                    strategy = PRESETS[method]()
+                    opt = TreeOptimizer(
+                        space, seed=seed, n_initial=args.n, strategy=strategy
+                    )
                     for x, v in zip(X, values, strict=True):
                         opt.tell(space.to_dict(x), v)
                     t0 = time.perf_counter()

@@ -166,8 +166,13 @@ def test_a_run_with_alternative_kernels_resumes_exactly(tmp_path):
 
     problem, path = Jenatton(), tmp_path / "run.json"
     options = AddTreeOptions(alternative_kernels=(INTERACTING,), local=None)
-    kwargs = dict(budget=9, seed=1, n_initial=5, model=options)
-    full = minimize(interacting_objective, problem.space, **kwargs)
+    kwargs = dict(budget=9, seed=1, n_initial=5)
+    full = minimize(
+        interacting_objective,
+        problem.space,
+        strategy=AddTreeStrategy(options),
+        **kwargs,
+    )
     seen = []
     dying = [True]
 
@@ -177,10 +182,15 @@ def test_a_run_with_alternative_kernels_resumes_exactly(tmp_path):
         seen.append(params)
         return interacting_objective(params)
 
+    kwargs.update(checkpoint=path)
     with pytest.raises(Killed):
-        minimize(dies_after_seven, problem.space, checkpoint=path, **kwargs)
+        minimize(
+            dies_after_seven, problem.space, strategy=AddTreeStrategy(options), **kwargs
+        )
     dying[0] = False  # the same objective, resumed
-    resumed = minimize(dies_after_seven, problem.space, checkpoint=path, **kwargs)
+    resumed = minimize(
+        dies_after_seven, problem.space, strategy=AddTreeStrategy(options), **kwargs
+    )
     assert [t.params for t in resumed.history] == [t.params for t in full.history]
 
 

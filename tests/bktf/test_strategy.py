@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from treebo import TreeOptimizer, minimize
-from treebo.bktf import BKTFOptions, Grid, SampleEI
+from treebo.bktf import BKTFOptions, BKTFStrategy, Grid, SampleEI
 from treebo.bktf.strategy import auto_resolution
 from treebo.space import (
     Categorical,
@@ -40,7 +40,9 @@ def objective(p):
 
 def test_every_evaluation_is_a_distinct_grid_point():
     s = space()
-    result = minimize(objective, s, budget=12, seed=0, model=FAST, n_initial=3)
+    result = minimize(
+        objective, s, budget=12, seed=0, strategy=BKTFStrategy(FAST), n_initial=3
+    )
     grid = Grid.from_space(s, 6)
     X = s.to_tensor([t.params for t in result.history])
     flat = grid.flat(grid.indices(X))  # raises if any point is off the grid
@@ -50,18 +52,36 @@ def test_every_evaluation_is_a_distinct_grid_point():
 
 def test_a_resumed_run_continues_exactly(tmp_path):
     s = space()
-    full = minimize(objective, s, budget=8, seed=1, model=FAST, n_initial=3)
+    full = minimize(
+        objective, s, budget=8, seed=1, strategy=BKTFStrategy(FAST), n_initial=3
+    )
     path = tmp_path / "run.json"
-    minimize(objective, s, budget=5, seed=1, model=FAST, n_initial=3, checkpoint=path)
+    minimize(
+        objective,
+        s,
+        budget=5,
+        seed=1,
+        strategy=BKTFStrategy(FAST),
+        n_initial=3,
+        checkpoint=path,
+    )
     resumed = minimize(
-        objective, s, budget=8, seed=1, model=FAST, n_initial=3, checkpoint=path
+        objective,
+        s,
+        budget=8,
+        seed=1,
+        strategy=BKTFStrategy(FAST),
+        n_initial=3,
+        checkpoint=path,
     )
     assert [t.params for t in resumed.history] == [t.params for t in full.history]
 
 
 def test_the_initial_design_repeats_no_grid_point():
     coarse = TreeSpace(Vertex([Real("a", 0, 1), Real("b", 0, 1)]))
-    opt = TreeOptimizer(coarse, model=BKTFOptions(resolution=2), seed=0, n_initial=4)
+    opt = TreeOptimizer(
+        coarse, strategy=BKTFStrategy(BKTFOptions(resolution=2)), seed=0, n_initial=4
+    )
     X = coarse.to_tensor(opt._initial_design)
     assert len({tuple(row.tolist()) for row in X}) == 4
     assert set(X.flatten().tolist()) <= {0.0, 1.0}
@@ -69,7 +89,7 @@ def test_the_initial_design_repeats_no_grid_point():
 
 def test_pending_points_are_not_proposed_again():
     s = space()
-    opt = TreeOptimizer(s, model=FAST, seed=0, n_initial=3)
+    opt = TreeOptimizer(s, strategy=BKTFStrategy(FAST), seed=0, n_initial=3)
     for _ in range(3):
         params = opt.ask()
         opt.tell(params, objective(params))
@@ -82,8 +102,8 @@ def test_pool_proposals_come_from_the_pool():
     s = space()
     opt = TreeOptimizer(
         s,
-        model=BKTFOptions(
-            resolution=6, num_sweeps=20, burn_in=10, acquisition=SampleEI()
+        strategy=BKTFStrategy(
+            BKTFOptions(resolution=6, num_sweeps=20, burn_in=10, acquisition=SampleEI())
         ),
         seed=0,
         n_initial=3,
@@ -100,7 +120,7 @@ def test_refusals_name_the_parameter():
         Vertex(choices=[Choice("family", {"a": Vertex([Real("x", 0, 1)])})])
     )
     with pytest.raises(ConfigurationError, match="'family' is a choice"):
-        TreeOptimizer(conditional, model="bktf")
+        TreeOptimizer(conditional, strategy="bktf")
     with pytest.raises(ValueError, match="burn_in"):
         BKTFOptions(num_sweeps=10, burn_in=10)
     with pytest.raises(ValueError, match="resolution"):

@@ -9,7 +9,9 @@ from treebo.jenatton import (
     IndependentLeafGP,
     JenattonTreeGP,
     JenattonTreeNonlinearOptions,
+    JenattonTreeNonlinearStrategy,
     JenattonTreeOptions,
+    JenattonTreeStrategy,
 )
 from treebo.space import ConfigurationError
 from treebo.test_functions import Jenatton
@@ -26,7 +28,7 @@ PROBLEM = Jenatton()
     ],
 )
 def test_each_model_proposes_valid_configurations(model, expected):
-    opt = TreeOptimizer(PROBLEM.space, model=model, seed=0, n_initial=5)
+    opt = TreeOptimizer(PROBLEM.space, strategy=model, seed=0, n_initial=5)
     for _ in range(7):
         params = opt.ask()
         PROBLEM.space.validate(params)
@@ -40,7 +42,7 @@ def test_each_model_proposes_valid_configurations(model, expected):
 
 
 def test_pending_configurations_get_distinct_proposals():
-    opt = TreeOptimizer(PROBLEM.space, model="jenatton_tree", seed=0, n_initial=5)
+    opt = TreeOptimizer(PROBLEM.space, strategy="jenatton_tree", seed=0, n_initial=5)
     for _ in range(5):
         params = opt.ask()
         opt.tell(params, PROBLEM.objective(params))
@@ -50,11 +52,14 @@ def test_pending_configurations_get_distinct_proposals():
 
 
 def test_options_name_their_strategy():
-    assert TreeOptimizer(PROBLEM.space, model=JenattonTreeOptions()).strategy.name == (
-        "jenatton_tree"
-    )
+    assert TreeOptimizer(
+        PROBLEM.space, strategy=JenattonTreeStrategy(JenattonTreeOptions())
+    ).strategy.name == ("jenatton_tree")
     nonlinear = TreeOptimizer(
-        PROBLEM.space, model=JenattonTreeNonlinearOptions(num_features=5)
+        PROBLEM.space,
+        strategy=JenattonTreeNonlinearStrategy(
+            JenattonTreeNonlinearOptions(num_features=5)
+        ),
     ).strategy
     assert nonlinear.name == "jenatton_tree_nonlinear"
     with pytest.raises(ValueError, match="num_features"):
@@ -67,4 +72,4 @@ def test_spaces_with_other_than_real_parameters_are_refused_by_name():
                                      "b": Vertex([Real("x", 0.0, 1.0)])})])
     )  # fmt: skip
     with pytest.raises(ConfigurationError, match="'k'"):
-        minimize(lambda p: 0.0, space, budget=2, model="jenatton_tree")
+        minimize(lambda p: 0.0, space, budget=2, strategy="jenatton_tree")

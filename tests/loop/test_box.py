@@ -17,7 +17,7 @@ def test_tensors_in_the_result_match_the_history():
             raise RuntimeError("out of range")
         return (x - bounds.mean(0).double()).square().sum()
 
-    result = minimize_box(objective, bounds, budget=10, seed=0, model="add_tree")
+    result = minimize_box(objective, bounds, budget=10, seed=0, strategy="add_tree")
     assert result.X.shape == (10, 3) and torch.equal(result.X, torch.stack(seen))
     failed = result.Y.isnan()
     assert failed.tolist() == [x[1] > 4.0 for x in seen]
@@ -37,7 +37,7 @@ def test_an_objective_returning_several_values_stops_at_the_first():
         return x
 
     with pytest.raises(TypeError, match="Tensor of several values.*Ax"):
-        minimize_box(objective, bounds, budget=3, seed=0, model="add_tree")
+        minimize_box(objective, bounds, budget=3, seed=0, strategy="add_tree")
     assert len(calls) == 1
 
 

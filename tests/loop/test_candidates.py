@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from treebo import TreeOptimizer, minimize
+from treebo.add_tree import AddTreeStrategy
 from treebo.loop.candidates import encode_candidates, fresh_candidates
 from treebo.space import ConfigurationError, Real, TreeSpace, Vertex
 from treebo.strategies import AddTreeOptions, Observations, Proposal, Strategy
@@ -25,7 +26,9 @@ def test_every_answer_is_a_fresh_pool_configuration_until_the_pool_runs_out(
     problem = Jenatton()
     configs = problem.space.to_dicts(problem.space.sample(14, seed=4))
     pool = problem.space.to_tensor(configs) if as_tensor else configs
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=4, model=FAST)
+    opt = TreeOptimizer(
+        problem.space, seed=0, n_initial=4, strategy=AddTreeStrategy(FAST)
+    )
     asked = []
     for _ in range(14):
         params = opt.ask(candidates=pool)
@@ -40,7 +43,9 @@ def test_every_answer_is_a_fresh_pool_configuration_until_the_pool_runs_out(
 def test_pending_configurations_are_not_asked_again():
     problem = Jenatton()
     configs = problem.space.to_dicts(problem.space.sample(40, seed=5))
-    opt = TreeOptimizer(problem.space, seed=1, n_initial=3, model=FAST)
+    opt = TreeOptimizer(
+        problem.space, seed=1, n_initial=3, strategy=AddTreeStrategy(FAST)
+    )
     for _ in range(4):
         params = opt.ask(candidates=configs)
         opt.tell(params, problem.objective(params))
@@ -62,7 +67,9 @@ def test_the_pool_optimum_is_found_by_the_model_not_by_luck():
             params["b"] - target[1].item()
         ) ** 2
 
-    result = minimize(f, space, budget=25, seed=0, candidates=pool, model=FAST)
+    result = minimize(
+        f, space, budget=25, seed=0, candidates=pool, strategy=AddTreeStrategy(FAST)
+    )
     assert result.best_value == pytest.approx(0.0, abs=1e-12)
     assert encoded(space, [t.params for t in result.history]) <= {
         tuple(r.tolist()) for r in pool
@@ -74,7 +81,7 @@ def test_inactive_columns_of_an_encoded_pool_may_hold_anything():
     pool = problem.space.sample(30, seed=6)
     active = problem.space.column_activity(pool)
     noisy = torch.where(active, pool, torch.rand_like(pool))
-    opt = TreeOptimizer(problem.space, seed=0, model=FAST)
+    opt = TreeOptimizer(problem.space, seed=0, strategy=AddTreeStrategy(FAST))
     params = opt.ask(candidates=noisy)
     assert encoded(problem.space, [params]) <= encoded(
         problem.space, problem.space.to_dicts(pool)
@@ -115,10 +122,10 @@ def test_a_strategy_without_an_acquisition_says_it_cannot_choose_from_a_pool():
             return Proposal(observations.incumbent, "bo")
 
     space = TreeSpace(Vertex([Real("a", 0.0, 1.0)]))
-    opt = TreeOptimizer(space, seed=0, n_initial=1, model=Greedy())
+    opt = TreeOptimizer(space, seed=0, n_initial=1, strategy=Greedy())
     pool = space.sample(10, seed=0)
     opt.tell(opt.ask(candidates=pool), 1.0)
-    with pytest.raises(ConfigurationError, match="model='greedy' cannot choose"):
+    with pytest.raises(ConfigurationError, match="strategy='greedy' cannot choose"):
         opt.ask(candidates=pool)
 
 

@@ -13,6 +13,7 @@ import pytest
 from benchmarks.fault_injection import killed_run
 from tests.loop.journal import read_journal
 from treebo import TreeOptimizer, minimize
+from treebo.add_tree import AddTreeStrategy
 from treebo.loop import (
     CHECKPOINT_VERSION,
     CheckpointInUseError,
@@ -110,8 +111,8 @@ def test_a_proposal_never_told_leaves_no_state_to_resume_from(tmp_path):
     problem = Jenatton()
     path = tmp_path / "run.jsonl"
     options = AddTreeOptions(num_restarts=2, raw_samples=32, local=None)
-    kwargs = dict(seed=2, n_initial=4, model=options)
-    opt = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
+    kwargs = dict(seed=2, n_initial=4, checkpoint=path)
+    opt = TreeOptimizer(problem.space, strategy=AddTreeStrategy(options), **kwargs)
     for _ in range(6):
         params = opt.ask()
         opt.tell(params, problem.objective(params))
@@ -119,7 +120,7 @@ def test_a_proposal_never_told_leaves_no_state_to_resume_from(tmp_path):
     opt.ask()  # fits again and journals the new state; then the run dies
     assert opt.strategy.state_dict() != told
     assert "strategy_state" in json.loads(path.read_text().splitlines()[-1])
-    resumed = TreeOptimizer(problem.space, checkpoint=path, **kwargs)
+    resumed = TreeOptimizer(problem.space, strategy=AddTreeStrategy(options), **kwargs)
     assert resumed.strategy.state_dict() == told
     # ... so the re-made proposal is the one the interrupted run made.
     assert resumed.ask() == opt.pending[0]
@@ -141,9 +142,9 @@ def test_a_checkpoint_of_an_earlier_format_is_refused_naming_the_version(tmp_pat
     "change, named",
     [
         ({"seed": 1}, "seed"),
-        ({"model": "add_tree_ucb"}, "model"),
+        ({"strategy": "add_tree_ucb"}, 'strategy: checkpoint "add_tree"'),
         (
-            {"model": AddTreeOptions(noise_floor=1e-4)},
+            {"strategy": AddTreeStrategy(AddTreeOptions(noise_floor=1e-4))},
             r"options\.noise_floor: checkpoint null, this run 0\.0001",
         ),
         ({"maximize": True}, "maximize"),
@@ -292,8 +293,8 @@ def test_a_variant_strategys_checkpoint_does_not_resume_under_the_registered_one
 
     problem = Jenatton()
     path = tmp_path / "run.jsonl"
-    TreeOptimizer(problem.space, model=Variant(), seed=0, checkpoint=path).close()
-    refused = r"model: checkpoint .add_tree \(tests"
+    TreeOptimizer(problem.space, strategy=Variant(), seed=0, checkpoint=path).close()
+    refused = r"strategy: checkpoint .add_tree \(tests"
     with pytest.raises(CheckpointMismatchError, match=refused):
         TreeOptimizer(problem.space, seed=0, checkpoint=path)
-    TreeOptimizer(problem.space, model=Variant(), seed=0, checkpoint=path).close()
+    TreeOptimizer(problem.space, strategy=Variant(), seed=0, checkpoint=path).close()

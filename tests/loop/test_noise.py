@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from treebo import TreeOptimizer, minimize
-from treebo.add_tree import AddTreeOptions
+from treebo.add_tree import AddTreeOptions, AddTreeStrategy
 from treebo.gp.noise import INFERRED_NOISE_FLOOR, validate_noise
 from treebo.space import ConfigurationError
 from treebo.test_functions import Jenatton
@@ -22,7 +22,9 @@ ONE_KERNEL = AddTreeOptions(alternative_kernels=(), num_restarts=4, raw_samples=
 def told(noise="infer", n=30, sd=0.0, seed=0) -> TreeOptimizer:
     """An optimizer told ``n`` random Jenatton configurations (plus noise ``sd``)."""
     problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=seed, noise=noise, model=ONE_KERNEL)
+    opt = TreeOptimizer(
+        problem.space, seed=seed, noise=noise, strategy=AddTreeStrategy(ONE_KERNEL)
+    )
     rng = np.random.default_rng(seed)
     X = problem.space.sample(n, seed=seed)
     for params in problem.space.to_dicts(X):
@@ -51,8 +53,8 @@ def test_bad_declarations_are_refused_by_name_before_any_evaluation(noise):
 
 
 def test_known_noise_is_refused_by_a_model_that_cannot_take_it():
-    with pytest.raises(ConfigurationError, match="noise: model='jenatton_tree'"):
-        TreeOptimizer(Jenatton().space, model="jenatton_tree", noise=0.1)
+    with pytest.raises(ConfigurationError, match="noise: strategy='jenatton_tree'"):
+        TreeOptimizer(Jenatton().space, strategy="jenatton_tree", noise=0.1)
 
 
 def test_a_standard_error_needs_known_noise_and_a_real_value():

@@ -10,6 +10,7 @@ import torch
 from botorch.exceptions import ModelFittingError
 
 from treebo import Categorical, Choice, Integer, Real, TreeOptimizer, TreeSpace, Vertex
+from treebo.add_tree import AddTreeUCBStrategy
 from treebo.strategies import (
     AddTreeOptions,
     AddTreeStrategy,
@@ -29,7 +30,9 @@ def run(opt: TreeOptimizer, objective, n: int) -> None:
 
 def test_ask_tell_with_dicts_and_kinds():
     problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=3, model=FAST)
+    opt = TreeOptimizer(
+        problem.space, seed=0, n_initial=3, strategy=AddTreeStrategy(FAST)
+    )
     run(opt, problem.objective, 4)
     assert [t.kind for t in opt.history] == ["initial"] * 3 + ["bo"]
     assert opt.best_trial.value == min(t.value for t in opt.history)
@@ -41,9 +44,19 @@ def test_ask_tell_with_dicts_and_kinds():
 
 def test_same_seed_same_run_and_maximize_mirrors_minimize():
     problem = Jenatton()
-    a = TreeOptimizer(problem.space, seed=5, n_initial=5, model=FAST)
-    b = TreeOptimizer(problem.space, seed=5, n_initial=5, model=FAST)
-    neg = TreeOptimizer(problem.space, seed=5, n_initial=5, model=FAST, maximize=True)
+    a = TreeOptimizer(
+        problem.space, seed=5, n_initial=5, strategy=AddTreeStrategy(FAST)
+    )
+    b = TreeOptimizer(
+        problem.space, seed=5, n_initial=5, strategy=AddTreeStrategy(FAST)
+    )
+    neg = TreeOptimizer(
+        problem.space,
+        seed=5,
+        n_initial=5,
+        strategy=AddTreeStrategy(FAST),
+        maximize=True,
+    )
     run(a, problem.objective, 7)
     run(b, problem.objective, 7)
     run(neg, lambda p: -problem.objective(p), 7)
@@ -55,7 +68,7 @@ def test_same_seed_same_run_and_maximize_mirrors_minimize():
 
 def test_add_tree_ucb_with_maximize_mirrors_minimize():
     problem = Jenatton()
-    kwargs = {"model": "add_tree_ucb", "seed": 1, "n_initial": 5}
+    kwargs = {"strategy": "add_tree_ucb", "seed": 1, "n_initial": 5}
     low = TreeOptimizer(problem.space, **kwargs)
     high = TreeOptimizer(problem.space, maximize=True, **kwargs)
     run(low, problem.objective, 8)
@@ -93,7 +106,9 @@ def test_only_failures_keep_the_loop_sampling_at_random():
 
 def test_tell_with_round_off_answers_the_pending_configuration():
     problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, model=FAST)
+    opt = TreeOptimizer(
+        problem.space, seed=0, n_initial=5, strategy=AddTreeStrategy(FAST)
+    )
     run(opt, problem.objective, 5)
     asked = opt.ask()
     assert opt.history.kinds[-1] == "initial" and len(opt.pending) == 1
@@ -111,10 +126,10 @@ def test_tell_with_round_off_answers_the_pending_configuration():
     assert opt.tell(other, 1.0).kind == "user"
 
 
-@pytest.mark.parametrize("model", ["add_tree", "add_tree_ucb"])
-def test_pending_configurations_are_not_proposed_again(model):
+@pytest.mark.parametrize("strategy", ["add_tree", "add_tree_ucb"])
+def test_pending_configurations_are_not_proposed_again(strategy):
     problem = Jenatton("paper")
-    opt = TreeOptimizer(problem.space, seed=0, model=model)
+    opt = TreeOptimizer(problem.space, seed=0, strategy=strategy)
     run(opt, problem.objective, opt.n_initial + 3)
     batch = [opt.ask() for _ in range(3)]
     X = problem.space.to_tensor(batch)
@@ -127,10 +142,10 @@ def test_pending_configurations_are_not_proposed_again(model):
     assert opt.pending == []
 
 
-@pytest.mark.parametrize("model", ["add_tree", "add_tree_ucb"])
-def test_a_resumed_run_proposes_what_the_uninterrupted_run_did(tmp_path, model):
+@pytest.mark.parametrize("strategy", ["add_tree", "add_tree_ucb"])
+def test_a_resumed_run_proposes_what_the_uninterrupted_run_did(tmp_path, strategy):
     problem = Jenatton("paper")
-    kwargs = {"model": model, "seed": 2, "n_initial": 5}
+    kwargs = {"strategy": strategy, "seed": 2, "n_initial": 5}
     whole = TreeOptimizer(problem.space, **kwargs)
     run(whole, problem.objective, 10)
     path = tmp_path / "run.json"
@@ -148,7 +163,7 @@ def test_a_tree_of_31_vertices():
     problem = GeneralizedJenatton(depth=5, balanced=True)
     space = problem.space
     assert space.tree.num_vertices == 31 and space.num_paths == 16
-    opt = TreeOptimizer(space, seed=0, n_initial=6, model=FAST)
+    opt = TreeOptimizer(space, seed=0, n_initial=6, strategy=AddTreeStrategy(FAST))
     run(opt, problem.objective, 9)
     assert [t.kind for t in opt.history[6:]] == ["bo"] * 3
     for trial in opt.history:
@@ -163,12 +178,12 @@ def test_bad_optimizer_arguments(tmp_path):
     space = jenatton_space()
     with pytest.raises(TypeError, match="TreeSpace"):
         TreeOptimizer({"x": 1})
-    with pytest.raises(ValueError, match="model must be one of"):
-        TreeOptimizer(space, model="gp")
-    with pytest.raises(TypeError, match="model must be a strategy name"):
-        TreeOptimizer(space, model=3)
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        TreeOptimizer(space, strategy="gp")
+    with pytest.raises(TypeError, match="strategy must be a strategy name"):
+        TreeOptimizer(space, strategy=3)
     with pytest.raises(TypeError, match="got LocalStepOptions"):
-        TreeOptimizer(space, model=LocalStepOptions())  # no strategy's options
+        TreeOptimizer(space, strategy=LocalStepOptions())  # options: constructors
     with pytest.raises(TypeError, match="options of the 'add_tree' model"):
         AddTreeStrategy(AddTreeUCBOptions())  # another model's
     with pytest.raises(TypeError, match="dtype must be a floating point"):
@@ -180,9 +195,9 @@ def test_bad_optimizer_arguments(tmp_path):
     with pytest.raises(ValueError, match=r"seed must be .* < 4294967296"):
         TreeOptimizer(space, seed=2**62)
     assert TreeOptimizer(space, seed=np.int64(3), n_initial=np.int64(4)).seed == 3
-    assert TreeOptimizer(space, model=AddTreeUCBOptions()).strategy.name == (
-        "add_tree_ucb"
-    )
+    assert TreeOptimizer(
+        space, strategy=AddTreeUCBStrategy(AddTreeUCBOptions())
+    ).strategy.name == ("add_tree_ucb")
     with pytest.raises(ValueError, match="checkpoint must be a file path"):
         TreeOptimizer(space, checkpoint=tmp_path)
     opt = TreeOptimizer(space, seed=0)
@@ -196,7 +211,7 @@ def test_integers_and_categoricals_are_proposed_without_repeats():
     def objective(config):
         return (config["n"] - 17) ** 2 / 100 + (config["c"] != "b")
 
-    opt = TreeOptimizer(space, seed=0, model=FAST)
+    opt = TreeOptimizer(space, seed=0, strategy=AddTreeStrategy(FAST))
     run(opt, objective, 12)
     seen = [(t.params["n"], t.params["c"]) for t in opt.history]
     assert all(isinstance(n, int) for n, _ in seen)
@@ -213,8 +228,8 @@ def flag_tuning_space(k: int) -> TreeSpace:
     return TreeSpace(Vertex([Real("lr", 1e-4, 1.0, log_scale=True)], flags))
 
 
-@pytest.mark.parametrize("model", ["add_tree", "add_tree_ucb"])
-def test_a_space_of_4096_paths_resumes_exactly(tmp_path, model):
+@pytest.mark.parametrize("name", ["add_tree", "add_tree_ucb"])
+def test_a_space_of_4096_paths_resumes_exactly(tmp_path, name):
     space = flag_tuning_space(12)
     assert space.num_paths == 4096
 
@@ -225,19 +240,19 @@ def test_a_space_of_4096_paths_resumes_exactly(tmp_path, model):
             for i in range(12)
         )
 
-    options = (
-        FAST
-        if model == "add_tree"
-        else AddTreeUCBOptions(num_restarts=4, raw_samples=64)
-    )
-    kwargs = {"model": options, "seed": 1, "n_initial": 6}
-    whole = TreeOptimizer(space, **kwargs)
+    def strategy():
+        if name == "add_tree":
+            return AddTreeStrategy(FAST)
+        return AddTreeUCBStrategy(AddTreeUCBOptions(num_restarts=4, raw_samples=64))
+
+    kwargs = {"seed": 1, "n_initial": 6}
+    whole = TreeOptimizer(space, strategy=strategy(), **kwargs)
     run(whole, objective, 8)
     path = tmp_path / "run.jsonl"
-    first = TreeOptimizer(space, checkpoint=path, **kwargs)
+    first = TreeOptimizer(space, strategy=strategy(), checkpoint=path, **kwargs)
     run(first, objective, 7)
     del first
-    resumed = TreeOptimizer(space, checkpoint=path, **kwargs)
+    resumed = TreeOptimizer(space, strategy=strategy(), checkpoint=path, **kwargs)
     run(resumed, objective, 1)
     assert [t.params for t in resumed.history] == [t.params for t in whole.history]
     assert {t.kind for t in whole.history[6:]} <= {"bo", "local"}

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from treebo import TreeOptimizer
+from treebo.add_tree import AddTreeStrategy
 from treebo.loop.outcomes import parse_outcome, raise_far_out, standardize_scores
 from treebo.strategies import AddTreeOptions
 from treebo.test_functions import Jenatton
@@ -100,7 +101,9 @@ def test_nothing_is_raised_when_the_quartiles_tie_or_the_bad_tail_is_near():
 
 def test_huge_values_keep_the_model_finite_and_in_charge():
     problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0, n_initial=5, model=FAST)
+    opt = TreeOptimizer(
+        problem.space, seed=0, n_initial=5, strategy=AddTreeStrategy(FAST)
+    )
     for i in range(8):
         params = opt.ask()
         opt.tell(params, 1e300 if i == 2 else problem.objective(params))
@@ -130,7 +133,13 @@ def test_scaled_and_shifted_objectives_get_the_same_proposals(noise, tol):
     problem = Jenatton()
 
     def proposals(c: float, b: float) -> list[dict]:
-        opt = TreeOptimizer(problem.space, seed=1, n_initial=5, model=FAST, noise=noise)
+        opt = TreeOptimizer(
+            problem.space,
+            seed=1,
+            n_initial=5,
+            strategy=AddTreeStrategy(FAST),
+            noise=noise,
+        )
         for _ in range(8):
             params = opt.ask()
             opt.tell(params, c * problem.objective(params) + b)

@@ -26,7 +26,7 @@ def test_add_tree_ucb_defaults_leave_the_wrong_branch_of_seed_4():
     # Seed 4 is one where the paper's loop stays on a wrong branch for 50
     # evaluations; with redirects and local steps it reaches the optimum.
     problem = Jenatton("paper")
-    opt = TreeOptimizer(problem.space, seed=4, model="add_tree_ucb")
+    opt = TreeOptimizer(problem.space, seed=4, strategy="add_tree_ucb")
     for _ in range(25):
         params = opt.ask()
         opt.tell(params, problem.objective(params))

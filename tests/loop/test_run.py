@@ -10,7 +10,7 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 import pytest
 
 from treebo import TreeOptimizer, minimize
-from treebo.add_tree import AddTreeOptions
+from treebo.add_tree import AddTreeOptions, AddTreeStrategy
 from treebo.test_functions import Jenatton, jenatton_space
 
 #: Cheaper acquisition optimization: these tests are about the loop, not it.
@@ -33,7 +33,14 @@ def test_failures_are_recorded_and_the_loop_goes_on():
             return float("nan")
         return problem.objective(params)
 
-    result = minimize(flaky, problem.space, budget=9, seed=1, n_initial=5, model=FAST)
+    result = minimize(
+        flaky,
+        problem.space,
+        budget=9,
+        seed=1,
+        n_initial=5,
+        strategy=AddTreeStrategy(FAST),
+    )
     statuses = [t.status for t in result.history]
     assert statuses.count("failed") == sum(
         1 for i in range(1, 10) if i % 3 == 0 or i % 4 == 0

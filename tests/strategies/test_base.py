@@ -1,31 +1,77 @@
-"""The Strategy seam: the registry, make_strategy, and shared checks."""
+"""The Strategy seam: the registry, make_strategy, the deprecated model=, and shared
+checks."""
 
 import pytest
 import torch
 
-from treebo import Categorical, ConfigurationError, Real, TreeSpace, Vertex
-from treebo.add_tree import AddTreeOptions, AddTreeStrategy, AddTreeUCBOptions
+from treebo import (
+    Categorical,
+    ConfigurationError,
+    Real,
+    TreeOptimizer,
+    TreeSpace,
+    Vertex,
+    minimize,
+)
+from treebo.add_tree import (
+    AddTreeOptions,
+    AddTreeStrategy,
+    AddTreeUCBOptions,
+    LocalStepOptions,
+)
 from treebo.strategies import STRATEGIES, Strategy, make_strategy, register_strategy
-from treebo.strategies.base import REPEAT_TOL, is_observed, require_real_parameters
+from treebo.strategies.base import (
+    REPEAT_TOL,
+    is_observed,
+    require_real_parameters,
+    strategy_from_model,
+)
 from treebo.treed import TreedOptions
 
 
-def test_make_strategy_takes_a_name_options_or_a_strategy():
+def test_make_strategy_takes_a_name_or_a_strategy():
     assert {"add_tree", "add_tree_ucb", "tree_additive", "treed"} <= set(STRATEGIES)
     assert type(make_strategy("add_tree")) is AddTreeStrategy
-    options = AddTreeOptions(local=None)
-    assert make_strategy(options).options is options
-    assert make_strategy(AddTreeUCBOptions()).name == "add_tree_ucb"
-    assert make_strategy(TreedOptions(warp=True)).options.warp
     strategy = AddTreeStrategy()
     assert make_strategy(strategy) is strategy
-    with pytest.raises(ValueError, match="model must be one of"):
+    with pytest.raises(ValueError, match="strategy must be one of"):
         make_strategy("gp")
     with pytest.raises(TypeError, match="got dict"):
         make_strategy({"noise_floor": 1e-4})
+    with pytest.raises(TypeError, match="options go to the strategy's constructor"):
+        make_strategy(AddTreeOptions())
+
+
+def test_the_deprecated_model_argument_still_takes_names_options_and_strategies():
+    options = AddTreeOptions(local=None)
+    assert strategy_from_model(options).options is options
+    assert strategy_from_model(AddTreeUCBOptions()).name == "add_tree_ucb"
+    assert strategy_from_model(TreedOptions(warp=True)).options.warp
+    assert strategy_from_model("treed").name == "treed"
+    with pytest.raises(TypeError, match="got LocalStepOptions"):
+        strategy_from_model(LocalStepOptions())  # no strategy's options
+    space = TreeSpace(Vertex([Real("x", 0.0, 1.0)]))
+    with pytest.warns(FutureWarning, match="model= is deprecated") as caught:
+        opt = TreeOptimizer(space, model=options)
+    assert caught[0].filename == __file__  # the warning names the caller's line
+    assert opt.strategy.options is options
+    with pytest.warns(FutureWarning, match="use strategy="):
+        result = minimize(lambda p: p["x"], space, 3, seed=0, model="add_tree_ucb")
+    assert len(result.history) == 3
+    with pytest.raises(TypeError, match="give strategy= only"):
+        TreeOptimizer(space, strategy="add_tree", model="add_tree")
+
+
+def test_a_strategy_serves_one_optimizer():
+    space = TreeSpace(Vertex([Real("x", 0.0, 1.0)]))
+    strategy = AddTreeStrategy()
+    TreeOptimizer(space, strategy=strategy)
+    with pytest.raises(ValueError, match="already serves another optimizer"):
+        TreeOptimizer(space, strategy=strategy)
 
 
 def test_a_registered_subclass_is_found_by_name_and_options_keep_the_built_in():
+    # (options name a strategy only through the deprecated model=)
     class Variant(AddTreeStrategy):
         name = "test_variant"
 
@@ -33,7 +79,7 @@ def test_a_registered_subclass_is_found_by_name_and_options_keep_the_built_in():
     try:
         assert type(make_strategy("test_variant")) is Variant
         # options of the built-in strategy still name the built-in one
-        assert type(make_strategy(AddTreeOptions())) is AddTreeStrategy
+        assert type(strategy_from_model(AddTreeOptions())) is AddTreeStrategy
     finally:
         del STRATEGIES["test_variant"]
     with pytest.raises(TypeError, match="Strategy subclass"):
@@ -69,6 +115,6 @@ def test_is_observed_compares_to_a_fraction_of_each_range():
 
 def test_real_only_strategies_name_the_first_other_parameter():
     space = TreeSpace(Vertex([Real("x", 0.0, 1.0), Categorical("c", ["a", "b"])]))
-    with pytest.raises(ConfigurationError, match="model='treed'.*'c'"):
+    with pytest.raises(ConfigurationError, match="strategy='treed'.*'c'"):
         require_real_parameters(space, "treed")
     require_real_parameters(TreeSpace(Vertex([Real("x", 0.0, 1.0)])), "treed")

@@ -50,7 +50,7 @@ def plateau_pool() -> tuple[TreeSpace, torch.Tensor, torch.Tensor]:
 def tied_share(strategy: AddTreeStrategy, seed: int = 0, budget: int = 20) -> float:
     """The share of model-based trials whose value ties the best so far."""
     space, pool, values = plateau_pool()
-    opt = TreeOptimizer(space, model=strategy, maximize=True, n_initial=5, seed=seed)
+    opt = TreeOptimizer(space, strategy=strategy, maximize=True, n_initial=5, seed=seed)
     best, ties, proposals = -1.0, 0, 0
     for _ in range(budget):
         params = opt.ask(candidates=pool)
@@ -81,7 +81,9 @@ def test_the_loop_spends_a_bounded_share_of_its_trials_on_ties():
 
 def test_the_per_leaf_families_explore_after_a_tie_too():
     space, pool, values = plateau_pool()
-    opt = TreeOptimizer(space, model="independent", maximize=True, n_initial=4, seed=0)
+    opt = TreeOptimizer(
+        space, strategy="independent", maximize=True, n_initial=4, seed=0
+    )
     configs = space.to_dicts(pool[:4])
     for config, value in zip(configs, [0.66, 0.86, 0.66, 0.86], strict=True):
         opt.tell(config, value)  # the last one ties the best

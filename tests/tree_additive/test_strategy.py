@@ -29,7 +29,7 @@ class _RefitEveryStep(TreeAdditiveStrategy):
 
 def test_the_loop_improves_on_its_initial_design_and_learns_a_forest():
     opts = TreeAdditiveOptions(learn_interval=5, structure_samples=100)
-    opt = TreeOptimizer(_space(), seed=0, model=_RefitEveryStep(opts))
+    opt = TreeOptimizer(_space(), seed=0, strategy=_RefitEveryStep(opts))
     for _ in range(25):
         p = opt.ask()
         opt.tell(p, _objective(p))
@@ -44,15 +44,21 @@ def test_the_loop_improves_on_its_initial_design_and_learns_a_forest():
 def test_a_resumed_run_continues_exactly(tmp_path):
     path = tmp_path / "run.jsonl"
     opts = TreeAdditiveOptions(learn_interval=3, structure_samples=64)
-    kwargs = dict(seed=3, model=opts)
-    full = minimize(_objective, _space(), budget=14, **kwargs)
-    minimize(_objective, _space(), budget=9, checkpoint=path, **kwargs)
-    resumed = minimize(_objective, _space(), budget=14, checkpoint=path, **kwargs)
+
+    def run(budget, **kwargs):
+        strategy = TreeAdditiveStrategy(opts)
+        return minimize(
+            _objective, _space(), budget, seed=3, strategy=strategy, **kwargs
+        )
+
+    full = run(14)
+    run(9, checkpoint=path)
+    resumed = run(14, checkpoint=path)
     assert [t.params for t in resumed.history] == [t.params for t in full.history]
 
 
 def test_pending_configurations_are_avoided():
-    opt = TreeOptimizer(_space(), model="tree_additive", seed=1, n_initial=6)
+    opt = TreeOptimizer(_space(), strategy="tree_additive", seed=1, n_initial=6)
     for _ in range(6):
         p = opt.ask()
         opt.tell(p, _objective(p))
@@ -62,7 +68,7 @@ def test_pending_configurations_are_avoided():
 
 def test_a_fixed_structure_is_kept():
     opts = TreeAdditiveOptions(edges=((0, 1),))
-    opt = TreeOptimizer(_space(), seed=0, model=opts)
+    opt = TreeOptimizer(_space(), seed=0, strategy=TreeAdditiveStrategy(opts))
     for _ in range(8):
         p = opt.ask()
         opt.tell(p, _objective(p))
@@ -72,10 +78,10 @@ def test_a_fixed_structure_is_kept():
 def test_spaces_and_structures_are_checked_by_name():
     space = TreeSpace(Vertex([Real("x", 0.0, 1.0), Categorical("c", ["a", "b"])]))
     with pytest.raises(ConfigurationError, match="'c'"):
-        TreeOptimizer(space, model="tree_additive")
+        TreeOptimizer(space, strategy="tree_additive")
     opts = TreeAdditiveOptions(edges=((0, 1), (1, 2), (2, 0)))
     with pytest.raises(ValueError, match="cycle"):
-        TreeOptimizer(_space(), model=opts)
+        TreeOptimizer(_space(), strategy=TreeAdditiveStrategy(opts))
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ def test_treed_loop_proposes_model_based_points_that_improve():
         _space(),
         budget=12,
         seed=0,
-        model=TreedOptions(num_points=1024),
+        strategy=TreedStrategy(TreedOptions(num_points=1024)),
     )
     kinds = [t.kind for t in result.history]
     assert kinds.count("bo") == 12 - kinds.count("initial")
@@ -45,7 +45,7 @@ def test_with_one_leaf_the_loop_converges_on_a_smooth_function():
         _space(),
         budget=18,
         seed=0,
-        model=TreedOptions(num_points=2048, max_depth=0),
+        strategy=TreedStrategy(TreedOptions(num_points=2048, max_depth=0)),
     )
     assert result.best_value < 1e-3
     assert result.best_params["x"] == pytest.approx(0.3, abs=0.02)
@@ -54,13 +54,15 @@ def test_with_one_leaf_the_loop_converges_on_a_smooth_function():
 def test_a_resumed_treed_run_continues_exactly(tmp_path):
     path = tmp_path / "run.jsonl"
     opts = TreedOptions(num_points=1024)
-    full = minimize(_objective, _space(), budget=12, seed=2, model=opts)
+    full = minimize(
+        _objective, _space(), budget=12, seed=2, strategy=TreedStrategy(opts)
+    )
     minimize(
         _objective,
         _space(),
         budget=9,
         seed=2,
-        model=opts,
+        strategy=TreedStrategy(opts),
         checkpoint=path,
     )
     resumed = minimize(
@@ -68,7 +70,7 @@ def test_a_resumed_treed_run_continues_exactly(tmp_path):
         _space(),
         budget=12,
         seed=2,
-        model=opts,
+        strategy=TreedStrategy(opts),
         checkpoint=path,
     )
     assert [t.params for t in resumed.history] == [t.params for t in full.history]
@@ -79,7 +81,7 @@ def test_pending_configurations_are_avoided():
         _space(),
         seed=1,
         n_initial=8,
-        model=TreedOptions(num_points=1024),
+        strategy=TreedStrategy(TreedOptions(num_points=1024)),
     )
     for _ in range(8):
         p = opt.ask()
@@ -97,7 +99,7 @@ def test_spaces_beyond_real_parameters_are_refused_by_name(param):
     else:
         space = TreeSpace(Vertex([Real("x", 0.0, 1.0), param]))
     with pytest.raises(ConfigurationError, match=f"'{param.name}'"):
-        TreeOptimizer(space, model="treed")
+        TreeOptimizer(space, strategy="treed")
 
 
 @pytest.mark.parametrize(
@@ -136,7 +138,7 @@ def test_the_strategy_builds_the_pruned_or_the_paper_tree(prune):
 
     options = TreedOptions(num_points=256)
     strategy = TreedStrategy(options) if prune else _UnprunedStrategy(options)
-    opt = TreeOptimizer(_space(), seed=0, n_initial=30, model=strategy)
+    opt = TreeOptimizer(_space(), seed=0, n_initial=30, strategy=strategy)
     for x in opt.space.sample(30, seed=1):
         params = opt.space.to_dict(x)
         opt.tell(params, _objective(params))

@@ -102,7 +102,8 @@ class AddTreeOptions:
         >>> from treebo import TreeOptimizer
         >>> from treebo.test_functions import Jenatton
         >>> options = AddTreeOptions(noise_floor=1e-4, local=None)
-        >>> opt = TreeOptimizer(Jenatton().space, model=options)
+        >>> from treebo.add_tree import AddTreeStrategy
+        >>> opt = TreeOptimizer(Jenatton().space, strategy=AddTreeStrategy(options))
         >>> opt.strategy.options.local is None
         True
     """

@@ -89,7 +89,7 @@ class AddTreeStrategy(Strategy):
         >>> from treebo import TreeOptimizer
         >>> from treebo.test_functions import Jenatton
         >>> strategy = AddTreeStrategy(AddTreeOptions(noise_floor=1e-4))
-        >>> TreeOptimizer(Jenatton().space, model=strategy).strategy.name
+        >>> TreeOptimizer(Jenatton().space, strategy=strategy).strategy.name
         'add_tree'
     """
 
@@ -437,7 +437,7 @@ class AddTreeUCBStrategy(AddTreeStrategy):
     Example:
         >>> from treebo import TreeOptimizer
         >>> from treebo.test_functions import Jenatton
-        >>> opt = TreeOptimizer(Jenatton().space, model="add_tree_ucb")
+        >>> opt = TreeOptimizer(Jenatton().space, strategy="add_tree_ucb")
         >>> type(opt.strategy).__name__, opt.strategy.options.path_selection
         ('AddTreeUCBStrategy', 'joint')
     """

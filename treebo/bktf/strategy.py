@@ -55,7 +55,8 @@ class BKTFOptions:
         >>> from treebo import TreeOptimizer
         >>> from treebo.space import Real, TreeSpace, Vertex
         >>> space = TreeSpace(Vertex([Real("x", 0, 1), Real("y", 0, 1)]))
-        >>> TreeOptimizer(space, model=BKTFOptions(rank=3)).strategy.name
+        >>> strategy = BKTFStrategy(BKTFOptions(rank=3))
+        >>> TreeOptimizer(space, strategy=strategy).strategy.name
         'bktf'
     """
 
@@ -107,8 +108,9 @@ class BKTFStrategy(Strategy):
         >>> from treebo import minimize
         >>> from treebo.space import Real, TreeSpace, Vertex
         >>> space = TreeSpace(Vertex([Real("x", -1, 1), Real("y", -1, 1)]))
+        >>> few_sweeps = BKTFOptions(num_sweeps=30, burn_in=15)
         >>> result = minimize(lambda p: p["x"] ** 2 + p["y"] ** 2, space, budget=6,
-        ...                   seed=0, model=BKTFOptions(num_sweeps=30, burn_in=15))
+        ...                   seed=0, strategy=BKTFStrategy(few_sweeps))
         >>> [t.kind for t in result.history].count("bo")
         1
     """
@@ -126,7 +128,7 @@ class BKTFStrategy(Strategy):
         if space.choice_columns:
             name = space.parameter_names[space.choice_columns[0]]
             raise ConfigurationError(
-                f"model={self.name!r} takes spaces without conditional parameters; "
+                f"strategy={self.name!r} takes spaces without conditional parameters; "
                 f"{name!r} is a choice that selects a sub-tree."
             )
 
@@ -179,7 +181,7 @@ class BKTFStrategy(Strategy):
                 seed=obs.seed,
             )
         except (RuntimeError, ValueError) as err:
-            raise ModelFittingError(f"could not fit model='bktf': {err}") from err
+            raise ModelFittingError(f"could not fit strategy='bktf': {err}") from err
         self.last_model = model
         return model
 

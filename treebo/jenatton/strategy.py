@@ -72,7 +72,8 @@ class JenattonTreeOptions(IndependentLeafOptions):
     Example:
         >>> from treebo import TreeOptimizer
         >>> from treebo.test_functions import Jenatton
-        >>> opt = TreeOptimizer(Jenatton().space, model=JenattonTreeOptions())
+        >>> strategy = JenattonTreeStrategy(JenattonTreeOptions(num_features=10))
+        >>> opt = TreeOptimizer(Jenatton().space, strategy=strategy)
         >>> opt.strategy.name
         'jenatton_tree'
     """
@@ -108,13 +109,13 @@ class _LeafStrategy(Strategy):
         ]
         if others:
             raise ConfigurationError(
-                f"model={self.name!r} takes real parameters under choices; "
+                f"strategy={self.name!r} takes real parameters under choices; "
                 f"{others[0]!r} is not a real parameter."
             )
         try:
             space.tree.path_table  # noqa: B018 - the leaves must be listable
         except ValueError as err:
-            raise ConfigurationError(f"model={self.name!r}: {err}") from err
+            raise ConfigurationError(f"strategy={self.name!r}: {err}") from err
 
     def build_model(self, observations: Observations) -> LeafGP:
         """The unfitted model of the observations."""
@@ -127,7 +128,7 @@ class _LeafStrategy(Strategy):
             fit_leaf_gp(model, maxiter=self.options.fit_maxiter)
         except (RuntimeError, ValueError) as err:
             raise ModelFittingError(
-                f"could not fit model={self.name!r}: {err}"
+                f"could not fit strategy={self.name!r}: {err}"
             ) from err
         self.last_model = model
         return model
@@ -169,7 +170,7 @@ class IndependentLeafStrategy(_LeafStrategy):
         >>> from treebo.test_functions import Jenatton
         >>> problem = Jenatton()
         >>> result = minimize(problem.objective, problem.space, budget=8,
-        ...                   seed=0, model="independent")
+        ...                   seed=0, strategy="independent")
         >>> [t.kind for t in result.history].count("bo")
         3
     """
@@ -197,7 +198,7 @@ class JenattonTreeStrategy(_LeafStrategy):
         >>> from treebo.test_functions import Jenatton
         >>> problem = Jenatton()
         >>> result = minimize(problem.objective, problem.space, budget=8,
-        ...                   seed=0, model="jenatton_tree")
+        ...                   seed=0, strategy="jenatton_tree")
         >>> len(result.history)
         8
     """

@@ -21,6 +21,7 @@ from torch import Tensor
 from treebo.loop.history import OptimizationResult
 from treebo.loop.run import minimize
 from treebo.space import ConfigurationError, Real, TreeSpace, Vertex
+from treebo.strategies.base import Strategy
 
 
 def box_space(bounds: Tensor) -> TreeSpace:
@@ -69,7 +70,7 @@ def minimize_box(
     budget: int,
     seed: int | None = None,
     *,
-    model: str = "tree_additive",
+    strategy: str | Strategy | None = None,
     **kwargs: Any,
 ) -> BoxResult:
     r"""Minimize ``objective(x)`` for ``x`` (a ``d`` float64 tensor) in a box.
@@ -80,9 +81,9 @@ def minimize_box(
         bounds: ``2 x d`` lower and upper bounds.
         budget: Number of evaluations.
         seed: Seed for reproducibility.
-        model: The strategy: a name (default ``"tree_additive"``, for
-            functions of many variables that interact mostly in pairs), its
-            options (e.g. ``TreeAdditiveOptions(edges=...)``) or a Strategy.
+        strategy: A strategy's name (default ``"tree_additive"``, for functions of
+            many variables that interact mostly in pairs) or a Strategy (e.g.
+            ``TreeAdditiveStrategy(TreeAdditiveOptions(edges=...))``).
         **kwargs: Passed to [`minimize()`][treebo.loop.run.minimize] (``maximize``,
             ``n_initial``, ``checkpoint``, ``n_workers``, ...).
 
@@ -109,7 +110,9 @@ def minimize_box(
             value = float(value.detach().reshape(()))
         return value  # several values: minimize() stops with an error
 
-    result = minimize(on_dict, space, budget, seed, model=model, **kwargs)
+    if strategy is None and "model" not in kwargs:  # model=: deprecated
+        strategy = "tree_additive"
+    result = minimize(on_dict, space, budget, seed, strategy=strategy, **kwargs)
     X = torch.tensor(
         [[t.params[n] for n in names] for t in result.history], dtype=torch.float64
     ).reshape(-1, len(names))

@@ -60,6 +60,8 @@ from treebo.space.parameters import Categorical, Choice, Parameter
 #: (family folders; ``model`` takes a strategy's options).
 CHECKPOINT_VERSION = 4
 _FORMAT = "treebo-checkpoint"
+#: Identity keys as messages name them (the journal's "model" is ``strategy=``).
+LABELS = {"model": "strategy"}
 
 
 class CheckpointMismatchError(ValueError):
@@ -409,7 +411,9 @@ class Journal:
                 f"{where}: checkpoint {_short(old)}, this run {_short(new)}"
                 for key in differs
                 for where, old, new in [
-                    _first_difference(saved.get(key), self.identity[key], key)
+                    _first_difference(
+                        saved.get(key), self.identity[key], LABELS.get(key, key)
+                    )
                 ]
             )
             raise CheckpointMismatchError(
@@ -449,8 +453,8 @@ def _short(value: Any, limit: int = 120) -> str:
 
 
 def checkpoint_header(path: str | os.PathLike) -> dict[str, Any]:
-    """The first line of a checkpoint: its format, version and run identity
-    (space, model, options, seed, ``maximize``, initial design size).
+    """The first line of a checkpoint: its format, version and run identity (space,
+    strategy as ``"model"``, options, seed, ``maximize``, initial design size).
 
     Raises:
         FileNotFoundError: If there is no file at ``path``.

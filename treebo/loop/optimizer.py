@@ -1,9 +1,8 @@
 r"""Ask/tell Bayesian optimization over a tree-structured search space.
 
 [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer] is the loop's core: the history,
-the pending configurations, the initial design, failed evaluations and checkpoints. What
-to evaluate next is decided by a strategy ([`treebo.strategies`][treebo.strategies]),
-picked by name with ``model=``.
+the pending configurations, the initial design, failed evaluations and checkpoints; a
+strategy ([`treebo.strategies`][treebo.strategies], ``strategy=``) proposes.
 
 Example:
     >>> from treebo import TreeOptimizer
@@ -53,7 +52,7 @@ from treebo.space.parameters import as_real_number
 from treebo.strategies.base import (
     Observations,
     Strategy,
-    make_strategy,
+    resolve_strategy,
     strategy_identity,
 )
 from treebo.strategies.validation import check_count
@@ -75,14 +74,13 @@ class TreeOptimizer:
 
     Args:
         space: The search space.
-        model: The strategy: a registered name (``"add_tree"``, the default: LogEI on an
-            [`AddTreeGP`][treebo.add_tree.model.AddTreeGP]; ``"add_tree_ucb"``:
-            Add-Tree-GP-UCB; ``"tree_additive"``; ``"treed"``; ``"jenatton_tree"``,
-            ``"jenatton_tree_nonlinear"``, ``"independent"``: the baselines of
-            ``treebo.jenatton``; ``"bktf"``: BKTF on a grid), a strategy's options
-            object, which names it (e.g. ``AddTreeOptions(noise_floor=1e-4)``), or a
-            [`Strategy`][treebo.strategies.base.Strategy] (which also sets the device
-            and dtype of the models: ``AddTreeStrategy(device="cuda")``).
+        strategy: What proposes the next configuration: a registered name
+            (``"add_tree"``, the default: LogEI on an
+            [`AddTreeGP`][treebo.add_tree.model.AddTreeGP]; ``"add_tree_ucb"``;
+            ``"tree_additive"``; ``"treed"``; ``"jenatton_tree"``,
+            ``"jenatton_tree_nonlinear"``, ``"independent"``; ``"bktf"``), or a
+            [`Strategy`][treebo.strategies.base.Strategy] with its options, device
+            and dtype (``AddTreeStrategy(AddTreeOptions(...), device="cuda")``).
         maximize: Maximize instead of minimize the objective.
         n_initial: Size of the initial design (default: paths + 1, in [5, 20]).
         seed: Seed of the initial design and the optimizers, in ``[0, 2**32)``.
@@ -107,6 +105,7 @@ class TreeOptimizer:
         fingerprint: JSON data that identifies what the run evaluates; a resumed run
             must match it ([`minimize()`][treebo.loop.run.minimize] records its
             objective's name and source hash and its pool's hash).
+        model: Deprecated alias of ``strategy``; removed in treebo 0.3.
 
     Example:
         >>> import pathlib, tempfile
@@ -129,22 +128,23 @@ class TreeOptimizer:
         self,
         space: TreeSpace,
         *,
-        model: str | Any | Strategy = "add_tree",
+        strategy: str | Strategy | None = None,
         maximize: bool = False,
         n_initial: int | None = None,
         seed: int | None = None,
         noise: str | float = "infer",
         checkpoint: str | os.PathLike | None = None,
         fingerprint: dict[str, Any] | None = None,
+        model: Any = None,
     ) -> None:
         if not isinstance(space, TreeSpace):
             raise TypeError(f"space must be a TreeSpace, got {type(space).__name__}.")
         self.noise = validate_noise(noise)
-        self.strategy = make_strategy(model)
+        self.strategy = resolve_strategy(strategy, model).claim()
         self.strategy.validate_space(space)
         if not isinstance(self.noise, str) and not self.strategy.known_noise:
             raise ConfigurationError(
-                f"noise: model={self.strategy.name!r} cannot take known noise "
+                f"noise: strategy={self.strategy.name!r} cannot take known noise "
                 "variances; use noise='infer' or an Add-Tree model."
             )
         n_initial = initial_size(space, n_initial)

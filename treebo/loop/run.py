@@ -29,7 +29,7 @@ from treebo.loop.history import OptimizationResult, Trial
 from treebo.loop.log import get_logger
 from treebo.loop.optimizer import TreeOptimizer
 from treebo.space import TreeSpace
-from treebo.strategies.base import Strategy
+from treebo.strategies.base import Strategy, resolve_strategy
 from treebo.strategies.validation import check_count
 
 
@@ -64,7 +64,7 @@ def minimize(
     budget: int,
     seed: int | None = None,
     *,
-    model: str | Any | Strategy = "add_tree",
+    strategy: str | Strategy | None = None,
     maximize: bool = False,
     n_initial: int | None = None,
     noise: str | float = "infer",
@@ -74,6 +74,7 @@ def minimize(
     callback: Callable[[Trial], None] | None = None,
     progress: bool | None = None,
     candidates: Sequence[Mapping[str, Any]] | Tensor | None = None,
+    model: Any = None,
 ) -> OptimizationResult:
     """Minimize (or maximize) ``objective`` over ``space`` with ``budget`` evaluations.
 
@@ -92,13 +93,11 @@ def minimize(
         budget: Total number of evaluations (a resumed run counts the ones in
             its checkpoint).
         seed: Seed for reproducibility.
-        model: The strategy: a name (``"add_tree"``, ``"add_tree_ucb"``,
-            ``"tree_additive"``, ``"treed"``, ``"jenatton_tree"``,
-            ``"jenatton_tree_nonlinear"``, ``"independent"``, ``"bktf"``), a
-            strategy's options object (e.g.
-            [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions]), or a
-            [`Strategy`][treebo.strategies.base.Strategy] (see
-            [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]).
+        strategy: What proposes the next configuration: a name (``"add_tree"``, the
+            default, ``"add_tree_ucb"``, ``"tree_additive"``, ``"treed"``,
+            ``"jenatton_tree"``, ``"jenatton_tree_nonlinear"``, ``"independent"``,
+            ``"bktf"``) or a [`Strategy`][treebo.strategies.base.Strategy] with its
+            options (see [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]).
         maximize: Maximize instead.
         n_initial: Size of the initial design (see
             [`TreeOptimizer`][treebo.loop.optimizer.TreeOptimizer]).
@@ -129,6 +128,8 @@ def minimize(
             of configurations or their ``m x d`` encoding
             (``space.to_tensor(configs)``); see
             [`TreeOptimizer.ask()`][treebo.loop.optimizer.TreeOptimizer.ask].
+        model: Deprecated alias of ``strategy`` (it also takes a strategy's options
+            object); removed in treebo 0.3.
 
     Returns:
         An [`OptimizationResult`][treebo.loop.history.OptimizationResult].
@@ -161,7 +162,7 @@ def minimize(
         )
     opt = TreeOptimizer(
         space,
-        model=model,
+        strategy=resolve_strategy(strategy, model),
         maximize=maximize,
         n_initial=n_initial,
         seed=seed,

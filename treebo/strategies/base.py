@@ -12,7 +12,7 @@ that it writes into checkpoints through
 run proposes exactly what the uninterrupted run would have.
 
 New model families register a strategy under a name, which
-``TreeOptimizer(model=...)`` and ``minimize(model=...)`` then accept::
+``TreeOptimizer(strategy=...)`` and ``minimize(strategy=...)`` then accept::
 
     @register_strategy
     class MyStrategy(Strategy):
@@ -26,6 +26,7 @@ New model families register a strategy under a name, which
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any, ClassVar
@@ -113,7 +114,7 @@ class Proposal:
 class Strategy(ABC):
     """Turns the observations of a run into the next configuration to evaluate.
 
-    Subclasses set `name` (the name ``TreeOptimizer(model=...)`` takes) and
+    Subclasses set `name` (the name ``TreeOptimizer(strategy=...)`` takes) and
     `options_type` (a frozen dataclass; its defaults are the strategy's defaults), and
     implement [`propose()`][treebo.strategies.base.Strategy.propose].
 
@@ -157,6 +158,24 @@ class Strategy(ABC):
         check_device(self.device)
         self.dtype = dtype
 
+    def claim(self) -> Strategy:
+        """Mark the strategy as serving one run, and return it.
+
+        A strategy keeps state between proposals (its last fit warm-starts the next),
+        so an instance serves one optimizer.
+
+        Raises:
+            ValueError: If another optimizer already holds it.
+        """
+        if getattr(self, "_claimed", False):
+            raise ValueError(
+                f"strategy: this {type(self).__name__} already serves another "
+                "optimizer; give each run a strategy of its own (its fits are "
+                "warm-started from its last run's)."
+            )
+        self._claimed = True
+        return self
+
     def validate_space(self, space: TreeSpace) -> None:
         """Refuse a space this model cannot handle, before any evaluation.
 
@@ -192,7 +211,7 @@ class Strategy(ABC):
             ConfigurationError: If the strategy has none (the default).
         """
         raise ConfigurationError(
-            f"model={self.name!r} cannot choose among candidates: its strategy "
+            f"strategy={self.name!r} cannot choose among candidates: it "
             "defines no acquisition function to score them with."
         )
 
@@ -255,12 +274,12 @@ def check_device(device: torch.device) -> None:
         )
 
 
-def require_real_parameters(space: TreeSpace, model: str) -> None:
+def require_real_parameters(space: TreeSpace, name: str) -> None:
     """Refuse a space with any parameter that is not a
     [`Real`][treebo.space.parameters.Real].
 
     Raises:
-        ConfigurationError: Naming the first such parameter and ``model``.
+        ConfigurationError: Naming the first such parameter and the strategy ``name``.
     """
     others = [
         space.parameter_names[c]
@@ -270,7 +289,7 @@ def require_real_parameters(space: TreeSpace, model: str) -> None:
     ]
     if others:
         raise ConfigurationError(
-            f"model={model!r} takes spaces of real parameters only; "
+            f"strategy={name!r} takes spaces of real parameters only; "
             f"{others[0]!r} is not a real parameter."
         )
 
@@ -279,7 +298,7 @@ STRATEGIES: dict[str, type[Strategy]] = {}
 
 
 def register_strategy(cls: type[Strategy]) -> type[Strategy]:
-    """Class decorator: make ``cls`` available as ``model=cls.name``."""
+    """Class decorator: make ``cls`` available as ``strategy=cls.name``."""
     if not (isinstance(cls, type) and issubclass(cls, Strategy)):
         raise TypeError("register_strategy takes a Strategy subclass.")
     STRATEGIES[cls.name] = cls
@@ -302,35 +321,52 @@ def strategy_identity(strategy: Strategy) -> str:
     return f"{strategy.name} ({cls.__module__}.{cls.__qualname__})"
 
 
-def make_strategy(model: str | Any) -> Strategy:
-    """The strategy that ``model`` stands for.
+def make_strategy(strategy: str | Strategy) -> Strategy:
+    """The strategy that ``strategy`` stands for.
 
     Args:
-        model: A [`Strategy`][treebo.strategies.base.Strategy] (returned as it is); a
-            registered name (``"add_tree"``, ...: that strategy with its default
-            options); or a strategy's options object (e.g. ``AddTreeOptions(...)``: the
-            first registered strategy whose ``options_type`` it is).
+        strategy: A [`Strategy`][treebo.strategies.base.Strategy] (returned as it
+            is), or a registered name (``"add_tree"``, ...: that strategy with its
+            default options).
 
     Raises:
         ValueError: If no strategy of that name is registered.
-        TypeError: If ``model`` is neither a name, nor options of a registered
-            strategy, nor a strategy.
+        TypeError: If ``strategy`` is neither a name nor a strategy.
 
     Example:
         >>> import treebo.add_tree
         >>> make_strategy("add_tree_ucb").name
         'add_tree_ucb'
-        >>> make_strategy(treebo.add_tree.AddTreeOptions(local=None)).name
-        'add_tree'
+        >>> strategy = treebo.add_tree.AddTreeStrategy()
+        >>> make_strategy(strategy) is strategy
+        True
     """
-    if isinstance(model, Strategy):
-        return model
-    if isinstance(model, str):
-        if model not in STRATEGIES:
+    if isinstance(strategy, Strategy):
+        return strategy
+    if isinstance(strategy, str):
+        if strategy not in STRATEGIES:
             raise ValueError(
-                f"model must be one of {sorted(STRATEGIES)}, got {model!r}."
+                f"strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}."
             )
-        return STRATEGIES[model]()
+        return STRATEGIES[strategy]()
+    raise TypeError(
+        f"strategy must be a strategy name ({sorted(STRATEGIES)}) or a Strategy, got "
+        f"{type(strategy).__name__}; options go to the strategy's constructor, e.g. "
+        "AddTreeStrategy(AddTreeOptions(...))."
+    )
+
+
+def strategy_from_model(model: Any) -> Strategy:
+    """The strategy of the deprecated ``model=`` argument: a name, a strategy, or a
+    strategy's options object (the first registered strategy whose
+    ``options_type`` it is).
+
+    Raises:
+        ValueError: If no strategy of that name is registered.
+        TypeError: If ``model`` is none of these.
+    """
+    if isinstance(model, str | Strategy):
+        return make_strategy(model)
     for cls in STRATEGIES.values():  # built-in strategies register first
         if type(model) is cls.options_type:
             return cls(model)
@@ -338,3 +374,25 @@ def make_strategy(model: str | Any) -> Strategy:
         f"model must be a strategy name ({sorted(STRATEGIES)}), the options of "
         f"one, or a Strategy, got {type(model).__name__}."
     )
+
+
+def resolve_strategy(strategy: str | Strategy | None, model: Any) -> Strategy:
+    """The strategy of ``strategy=`` (default ``"add_tree"``), or of the deprecated
+    ``model=`` (with a ``FutureWarning``), as the loop's entry points take them.
+
+    Raises:
+        TypeError: If both are given, or either is of the wrong type.
+        ValueError: If no strategy of the name given is registered.
+    """
+    if model is None:
+        return make_strategy("add_tree" if strategy is None else strategy)
+    if strategy is not None:
+        raise TypeError("give strategy= only; model= is its deprecated alias.")
+    warnings.warn(
+        "model= is deprecated and will be removed in treebo 0.3; use strategy= with "
+        "a name or a Strategy (options go to its constructor, e.g. "
+        "strategy=AddTreeStrategy(AddTreeOptions(...))).",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return strategy_from_model(model)

@@ -78,7 +78,7 @@ class TreeAdditiveOptions:
         >>> from treebo import Real, TreeOptimizer, TreeSpace, Vertex
         >>> space = TreeSpace(Vertex([Real(f"x{i}", 0.0, 1.0) for i in range(3)]))
         >>> options = TreeAdditiveOptions(learn_interval=5)
-        >>> TreeOptimizer(space, model=options).strategy.name
+        >>> TreeOptimizer(space, strategy=TreeAdditiveStrategy(options)).strategy.name
         'tree_additive'
     """
 
@@ -130,7 +130,7 @@ class TreeAdditiveStrategy(Strategy):
         >>> space = TreeSpace(Vertex([Real(f"x{i}", -1.0, 1.0) for i in range(4)]))
         >>> def f(p):
         ...     return sum((p[f"x{i}"] - 0.2) ** 2 for i in range(4))
-        >>> result = minimize(f, space, budget=25, model="tree_additive", seed=0)
+        >>> result = minimize(f, space, budget=25, strategy="tree_additive", seed=0)
         >>> result.best_value < 0.5
         True
     """

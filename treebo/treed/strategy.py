@@ -57,7 +57,8 @@ class TreedOptions:
     Example:
         >>> from treebo import Real, TreeOptimizer, TreeSpace, Vertex
         >>> space = TreeSpace(Vertex([Real("x", 0.0, 1.0)]))
-        >>> opt = TreeOptimizer(space, model=TreedOptions(warp=True))
+        >>> strategy = TreedStrategy(TreedOptions(warp=True))
+        >>> opt = TreeOptimizer(space, strategy=strategy)
         >>> opt.strategy.options.min_leaf_size
         5
     """
@@ -106,7 +107,7 @@ class TreedStrategy(Strategy):
         >>> from treebo import Real, TreeSpace, Vertex, minimize
         >>> space = TreeSpace(Vertex([Real("x", -2.0, 2.0)]))
         >>> result = minimize(
-        ...     lambda p: (p["x"] - 0.5) ** 2, space, budget=12, model="treed", seed=0
+        ...     lambda p: (p["x"] - 0.5) ** 2, space, 12, seed=0, strategy="treed"
         ... )
         >>> abs(result.best_params["x"] - 0.5) < 0.2
         True
