@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import treebo
+from treebo.strategies.base import BUILT_IN_FAMILIES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,13 +39,7 @@ LAYERS = {
     "treebo.acquisition": 4,
     "treebo": 5,
 }
-FAMILIES = (
-    "treebo.add_tree",
-    "treebo.tree_additive",
-    "treebo.treed",
-    "treebo.jenatton",
-    "treebo.bktf",
-)
+FAMILIES = BUILT_IN_FAMILIES  # the registry's list
 MODULES = sorted(m.name for m in pkgutil.walk_packages(treebo.__path__, "treebo.")) + [
     "treebo"
 ]
@@ -123,6 +118,18 @@ def test_families_do_not_import_each_other():
         and layer_of(target)[0] != layer_of(m)[0]
     ]
     assert not crossing
+
+
+def test_the_loop_depends_on_the_strategy_seam_not_on_the_families():
+    # The families register themselves when a name is first looked up.
+    reaching = [
+        (m, target)
+        for m, targets in GRAPH.items()
+        for target in targets
+        if layer_of(m)[0] == "treebo.loop" and layer_of(target)[0] in FAMILIES
+    ]
+    assert not reaching
+    assert all(layer_of(family)[1] == 2 for family in FAMILIES)
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:

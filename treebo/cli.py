@@ -34,7 +34,7 @@ from collections import Counter
 
 from treebo import __version__
 
-#: The registered strategy names (``treebo.strategies.base.STRATEGIES``), listed
+#: The built-in strategy names (``treebo.strategies.load_strategies()``), listed
 #: here so that ``--help`` does not import PyTorch; a test keeps them equal.
 STRATEGY_NAMES = (
     "add_tree",

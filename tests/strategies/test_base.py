@@ -19,7 +19,13 @@ from treebo.add_tree import (
     AddTreeUCBOptions,
     LocalStepOptions,
 )
-from treebo.strategies import STRATEGIES, Strategy, make_strategy, register_strategy
+from treebo.strategies import (
+    STRATEGIES,
+    Strategy,
+    load_strategies,
+    make_strategy,
+    register_strategy,
+)
 from treebo.strategies.base import (
     REPEAT_TOL,
     is_observed,
@@ -30,7 +36,8 @@ from treebo.treed import TreedOptions
 
 
 def test_make_strategy_takes_a_name_or_a_strategy():
-    assert {"add_tree", "add_tree_ucb", "tree_additive", "treed"} <= set(STRATEGIES)
+    built_in = {"add_tree", "add_tree_ucb", "tree_additive", "treed", "bktf"}
+    assert built_in <= set(load_strategies())  # the families load on first lookup
     assert type(make_strategy("add_tree")) is AddTreeStrategy
     strategy = AddTreeStrategy()
     assert make_strategy(strategy) is strategy
@@ -118,3 +125,32 @@ def test_real_only_strategies_name_the_first_other_parameter():
     with pytest.raises(ConfigurationError, match="strategy='treed'.*'c'"):
         require_real_parameters(space, "treed")
     require_real_parameters(TreeSpace(Vertex([Real("x", 0.0, 1.0)])), "treed")
+
+
+class EntryPointVariant(AddTreeStrategy):
+    """A strategy another package declares in its ``treebo.strategies`` entry points."""
+
+    name = "entry_point_variant"
+
+
+def test_strategies_of_other_packages_load_from_their_entry_points(monkeypatch):
+    import importlib.metadata
+
+    from treebo.strategies import base
+
+    group = base.ENTRY_POINT_GROUP
+    declared = [
+        importlib.metadata.EntryPoint(
+            "entry_point_variant", f"{__name__}:EntryPointVariant", group
+        ),
+        importlib.metadata.EntryPoint("broken", "no_such_package:Strategy", group),
+    ]
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: declared[:])
+    monkeypatch.setattr(base, "_families_loaded", False)
+    try:
+        with pytest.warns(RuntimeWarning, match="'broken'.*did not load"):
+            strategy = make_strategy("entry_point_variant")
+        assert type(strategy) is EntryPointVariant
+        assert {"add_tree", "bktf"} <= set(STRATEGIES)  # the built-ins too
+    finally:
+        STRATEGIES.pop("entry_point_variant", None)

@@ -29,12 +29,6 @@ import torch
 from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
-# The families register their strategies with the loop when they load.
-import treebo.add_tree  # noqa: F401
-import treebo.bktf  # noqa: F401
-import treebo.jenatton  # noqa: F401
-import treebo.tree_additive  # noqa: F401
-import treebo.treed  # noqa: F401
 from treebo.gp.noise import validate_noise, validate_sem
 from treebo.loop.candidates import (
     SAME_CONFIGURATION_TOL,

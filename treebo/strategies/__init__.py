@@ -13,6 +13,7 @@ from treebo.strategies.base import (
     Observations,
     Proposal,
     Strategy,
+    load_strategies,
     make_strategy,
     register_strategy,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "TreeAdditiveStrategy",
     "TreedOptions",
     "TreedStrategy",
+    "load_strategies",
     "make_strategy",
     "register_strategy",
 ]

@@ -26,6 +26,8 @@ New model families register a strategy under a name, which
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, is_dataclass
@@ -296,6 +298,50 @@ def require_real_parameters(space: TreeSpace, name: str) -> None:
 
 STRATEGIES: dict[str, type[Strategy]] = {}
 
+#: The model families that come with treebo; each registers its strategies when it
+#: loads, which happens on the first lookup by name
+#: ([`load_strategies()`][treebo.strategies.base.load_strategies]).
+BUILT_IN_FAMILIES = (
+    "treebo.add_tree",
+    "treebo.tree_additive",
+    "treebo.treed",
+    "treebo.jenatton",
+    "treebo.bktf",
+)
+
+#: The entry-point group through which another package adds strategies
+#: (``[project.entry-points."treebo.strategies"] my_model = "my_pkg:MyStrategy"``).
+ENTRY_POINT_GROUP = "treebo.strategies"
+
+_families_loaded = False
+
+
+def load_strategies() -> dict[str, type[Strategy]]:
+    """Every registered strategy by name, after loading the built-in families and the
+    strategies of installed packages' ``treebo.strategies`` entry points (once; an
+    entry point that fails to load is skipped with a warning).
+
+    Example:
+        >>> {"add_tree", "bktf", "treed"} <= set(load_strategies())
+        True
+    """
+    global _families_loaded
+    if not _families_loaded:
+        _families_loaded = True
+        for family in BUILT_IN_FAMILIES:
+            importlib.import_module(family)
+        for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+            try:
+                register_strategy(entry.load())
+            except Exception as err:  # another package's bug must not stop treebo
+                warnings.warn(
+                    f"the strategy entry point {entry.name!r} ({entry.value}) did not "
+                    f"load: {err}",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+    return STRATEGIES
+
 
 def register_strategy(cls: type[Strategy]) -> type[Strategy]:
     """Class decorator: make ``cls`` available as ``strategy=cls.name``."""
@@ -343,14 +389,15 @@ def make_strategy(strategy: str | Strategy) -> Strategy:
     """
     if isinstance(strategy, Strategy):
         return strategy
+    registry = load_strategies()
     if isinstance(strategy, str):
-        if strategy not in STRATEGIES:
+        if strategy not in registry:
             raise ValueError(
-                f"strategy must be one of {sorted(STRATEGIES)}, got {strategy!r}."
+                f"strategy must be one of {sorted(registry)}, got {strategy!r}."
             )
-        return STRATEGIES[strategy]()
+        return registry[strategy]()
     raise TypeError(
-        f"strategy must be a strategy name ({sorted(STRATEGIES)}) or a Strategy, got "
+        f"strategy must be a strategy name ({sorted(registry)}) or a Strategy, got "
         f"{type(strategy).__name__}; options go to the strategy's constructor, e.g. "
         "AddTreeStrategy(AddTreeOptions(...))."
     )
@@ -367,11 +414,12 @@ def strategy_from_model(model: Any) -> Strategy:
     """
     if isinstance(model, str | Strategy):
         return make_strategy(model)
-    for cls in STRATEGIES.values():  # built-in strategies register first
+    registry = load_strategies()
+    for cls in registry.values():  # built-in strategies register first
         if type(model) is cls.options_type:
             return cls(model)
     raise TypeError(
-        f"model must be a strategy name ({sorted(STRATEGIES)}), the options of "
+        f"model must be a strategy name ({sorted(registry)}), the options of "
         f"one, or a Strategy, got {type(model).__name__}."
     )
 
