@@ -39,7 +39,7 @@ N_INITIAL = 5
 def child(folder: Path, seed: int, budget: int) -> None:
     """The killed program: minimize P1(a) with a checkpoint in ``folder``."""
     from treebo import minimize
-    from treebo.strategies import AddTreeOptions
+    from treebo.add_tree import AddTreeOptions
     from treebo.test_functions import Jenatton
 
     problem = Jenatton()

@@ -22,8 +22,8 @@ def test_a_lazy_name_loads_its_module_on_first_use_and_stays():
         del sys.modules["fake_facade"]
 
 
-def test_the_core_facades_load_family_names_lazily():
-    import treebo.optim
-    import treebo.tree_additive.zooming as zooming
+def test_the_top_level_loads_its_names_on_first_use():
+    import treebo
+    import treebo.loop.run
 
-    assert treebo.optim.optimize_acqf_zooming is zooming.optimize_acqf_zooming
+    assert treebo.minimize is treebo.loop.run.minimize

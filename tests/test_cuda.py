@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests.conftest import random_points, random_tree
-from treebo.kernels import AddTreeKernel
+from treebo.add_tree import AddTreeKernel
 from treebo.test_functions import Jenatton
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -42,7 +42,7 @@ def test_loop_runs_on_cuda(strategy):
 
 @cuda
 def test_a_model_shares_the_spaces_structure_on_cuda():
-    from treebo.models import AddTreeGP
+    from treebo.add_tree import AddTreeGP
 
     problem = Jenatton()
     X = problem.space.sample(12, seed=0)
@@ -75,7 +75,7 @@ def test_real_space_strategies_run_on_cuda(model):
 
 @cuda
 def test_treed_gp_on_cuda_equals_cpu():
-    from treebo.models import TreedGP
+    from treebo.treed import TreedGP
 
     gen = torch.Generator().manual_seed(0)
     X = torch.rand(40, 2, generator=gen, dtype=torch.float64)
@@ -96,9 +96,12 @@ def test_treed_gp_on_cuda_equals_cpu():
 
 @cuda
 def test_tree_additive_family_on_cuda_equals_cpu():
-    from treebo.acquisition import TreeAdditiveUCB
-    from treebo.models import TreeAdditiveGP, learn_tree_structure
-    from treebo.optim import optimize_acqf_zooming
+    from treebo.tree_additive import (
+        TreeAdditiveGP,
+        TreeAdditiveUCB,
+        learn_tree_structure,
+        optimize_acqf_zooming,
+    )
 
     g = torch.Generator().manual_seed(0)
     X = torch.rand(40, 6, generator=g, dtype=torch.float64)

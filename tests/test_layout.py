@@ -34,10 +34,7 @@ LAYERS = {
     "treebo.loop": 3,
     "treebo.integrations": 3,
     "treebo.test_functions": 3,
-    "treebo.models": 4,
-    "treebo.kernels": 4,
-    "treebo.acquisition": 4,
-    "treebo": 5,
+    "treebo": 4,
 }
 FAMILIES = BUILT_IN_FAMILIES  # the registry's list
 MODULES = sorted(m.name for m in pkgutil.walk_packages(treebo.__path__, "treebo.")) + [
@@ -159,22 +156,12 @@ def test_there_is_no_import_circle():
     assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
 
 
-def test_the_one_upward_path_is_the_lazy_re_exports_of_the_core_facades():
-    # treebo.optim and treebo.strategies are shared core and also the
-    # BoTorch-style paths of family names: those load on first use, through
-    # the one upward import there is (importlib in treebo._exports).
-    # The top level loads its few names lazily too, so that `treebo --help`
-    # answers without importing PyTorch; those names come from below it.
-    users = {m for m in MODULES if "lazy_exports(" in source_of(m).read_text()} - {
-        "treebo._exports",
-        "treebo",
-    }
-    assert users == {"treebo.optim", "treebo.strategies"}
-    for m in users:
-        module = importlib.import_module(m)
-        for name in module.__all__:
-            home = getattr(getattr(module, name), "__module__", m)
-            assert layer_of(home)[1] >= layer_of(m)[1], (m, name, home)
+def test_only_the_top_level_loads_names_lazily():
+    # The top level loads its few names on first use, so that `treebo --help`
+    # answers without importing PyTorch; those names come from below it. Nothing
+    # else re-exports: a name has one home.
+    users = {m for m in MODULES if "lazy_exports(" in source_of(m).read_text()}
+    assert users == {"treebo._exports", "treebo"}
 
 
 def _options_types():
@@ -236,25 +223,29 @@ def test_every_name_in_the_api_docs_imports_from_its_documented_path(path):
     assert _resolve(path) is not None
 
 
-#: The BoTorch-style paths that users rely on (the package-level names of
-#: ``treebo.models``, ``kernels``, ``acquisition``, ``optim``, ``strategies``).
+#: The import paths users rely on: each name at its one home, the family's
+#: folder or the shared core, and the few the top level re-exports.
 STABLE_PATHS = {
-    "treebo.models": "AddTreeGP VertexPosterior fit_model loo_log_predictive "
-    "loo_log_densities noise_floor_likelihood noise_floor_likelihood_options "
-    "NoiseFloorLikelihood "
-    "TreedGP WeightedPseudoLikelihood fit_treed_gp TreePartition build_partition "
-    "loo_prune TreeAdditiveGP ComponentPosterior GridPosterior learn_tree_structure",
-    "treebo.kernels": "AddTreeKernel AddTreeKernelOptions stationary_correlation "
-    "TreedLeafKernel leaf_base_kernel TreeAdditiveKernel",
-    "treebo.acquisition": "AddTreeUCB add_tree_beta TreeAdditiveUCB tree_additive_beta",
-    "treebo.optim": "optimize_acqf_tree optimize_add_tree_ucb "
-    "optimize_acqf_mixed_tree NeighbourTable TreeCandidate maximize_batched "
-    "local_refinement_candidate optimize_acqf_sobol optimize_acqf_zooming "
-    "message_passing_discrete",
-    "treebo.strategies": "AddTreeOptions AddTreeUCBOptions LocalStepOptions "
-    "AddTreeStrategy AddTreeUCBStrategy TreedOptions TreedStrategy "
-    "TreeAdditiveOptions TreeAdditiveStrategy Strategy Observations Proposal "
-    "register_strategy make_strategy",
+    "treebo.add_tree": "AddTreeGP AddTreeKernel AddTreeKernelOptions AddTreeOptions "
+    "AddTreeStrategy AddTreeUCB AddTreeUCBOptions AddTreeUCBStrategy LocalStepOptions "
+    "LOOP_KERNEL_OPTIONS VertexPosterior add_tree_beta optimize_add_tree_ucb "
+    "local_refinement_candidate",
+    "treebo.tree_additive": "TreeAdditiveGP TreeAdditiveKernel TreeAdditiveUCB "
+    "TreeAdditiveOptions TreeAdditiveStrategy ComponentPosterior GridPosterior "
+    "learn_tree_structure optimize_acqf_zooming message_passing_discrete "
+    "tree_additive_beta",
+    "treebo.treed": "TreedGP TreedLeafKernel TreedOptions TreedStrategy "
+    "WeightedPseudoLikelihood fit_treed_gp TreePartition build_partition loo_prune "
+    "leaf_base_kernel",
+    "treebo.jenatton": "JenattonTreeGP IndependentLeafGP fit_leaf_gp",
+    "treebo.bktf": "BKTF BKTFOptions BKTFStrategy",
+    "treebo.gp": "fit_model loo_log_predictive loo_log_densities "
+    "noise_floor_likelihood noise_floor_likelihood_options NoiseFloorLikelihood "
+    "stationary_correlation",
+    "treebo.optim": "optimize_acqf_tree optimize_acqf_mixed_tree NeighbourTable "
+    "TreeCandidate maximize_batched optimize_acqf_sobol optimize_acqf_pool",
+    "treebo.strategies": "Strategy Observations Proposal register_strategy "
+    "make_strategy load_strategies",
     "treebo.space": "TreeSpace Vertex Real Integer Categorical Choice "
     "ConfigurationError TreeStructure",
     "treebo.integrations.botorch": "space_from_hierarchical_dependencies",
@@ -263,7 +254,7 @@ STABLE_PATHS = {
 
 
 @pytest.mark.parametrize("module", sorted(STABLE_PATHS))
-def test_the_botorch_style_paths_still_import(module):
+def test_the_documented_paths_import(module):
     imported = importlib.import_module(module)
     for name in STABLE_PATHS[module].split():
         value = getattr(imported, name)

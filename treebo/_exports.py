@@ -1,11 +1,9 @@
-"""Re-exports that load on first use.
+"""Names that load on first use, for the top-level package.
 
-A package of the shared core (``treebo.optim``, ``treebo.strategies``) also offers the
-model families' names at its BoTorch-style path
-(``treebo.optim.optimize_add_tree_ucb``). The families import that package, so it cannot
-import them when it loads; [`lazy_exports()`][treebo._exports.lazy_exports] gives it a
-module ``__getattr__`` (PEP 562) that imports a family's module when one of its names is
-first read.
+``treebo --help`` and ``treebo --version`` must answer without importing PyTorch, so
+the top level ([`treebo`][treebo]) reads its few names from the loop and the space
+only when one is first used: [`lazy_exports()`][treebo._exports.lazy_exports] gives
+it a module ``__getattr__`` (PEP 562).
 """
 
 from __future__ import annotations

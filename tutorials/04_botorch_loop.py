@@ -17,7 +17,7 @@
 # %% [markdown]
 # # `AddTreeGP` in your own BoTorch loop
 #
-# `treebo.models.AddTreeGP` is a BoTorch `Model` on the column layout of
+# `treebo.add_tree.AddTreeGP` is a BoTorch `Model` on the column layout of
 # BoTorch's `hierarchical_dependencies` (the same as
 # `HierarchicalConditionalKernelGP`). Any BoTorch acquisition works with it;
 # `optimize_acqf_tree` maximizes an acquisition over every path of the tree in
@@ -33,8 +33,7 @@ from botorch.acquisition import LogExpectedImprovement
 from botorch.fit import fit_gpytorch_mll
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from treebo.add_tree import BranchWithoutDataWarning
-from treebo.models import AddTreeGP
+from treebo.add_tree import AddTreeGP, BranchWithoutDataWarning
 from treebo.optim import optimize_acqf_tree
 from treebo.test_functions import Jenatton
 

@@ -42,14 +42,9 @@ from botorch.models import SingleTaskGP
 from botorch.models.hierarchical import HierarchicalConditionalKernelGP
 from botorch.models.transforms.input import Normalize
 
-from treebo.models import (
-    AddTreeGP,
-    IndependentLeafGP,
-    JenattonTreeGP,
-    fit_leaf_gp,
-    fit_model,
-    noise_floor_likelihood,
-)
+from treebo.add_tree import AddTreeGP
+from treebo.gp import fit_model, noise_floor_likelihood
+from treebo.jenatton import IndependentLeafGP, JenattonTreeGP, fit_leaf_gp
 from treebo.test_functions import Jenatton
 
 FALLBACKS: list[str] = []  # fits that failed, for the record of the current cell

@@ -32,8 +32,8 @@ from botorch.models import SingleTaskGP
 from botorch.models.transforms.input import Warp
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
-from treebo.models import TreedGP, WeightedPseudoLikelihood
 from treebo.test_functions.nonstationary import RKHS, Exp2D
+from treebo.treed import TreedGP, WeightedPseudoLikelihood
 
 
 def halves(X):

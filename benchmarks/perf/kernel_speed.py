@@ -20,7 +20,7 @@ import time
 import torch
 from botorch.models.hierarchical import HierarchicalConditionalKernel
 
-from treebo.kernels import AddTreeKernel
+from treebo.add_tree import AddTreeKernel
 from treebo.test_functions import generalized_jenatton_space
 
 

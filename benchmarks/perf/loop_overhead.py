@@ -23,7 +23,7 @@ import time
 import torch
 
 from treebo import TreeOptimizer
-from treebo.models import AddTreeGP
+from treebo.add_tree import AddTreeGP
 from treebo.space.structure import TreeStructure
 from treebo.test_functions import GeneralizedJenatton
 

@@ -24,7 +24,7 @@ import torch
 
 from benchmarks.methods.botorch_peers import botorch_proposal
 from treebo import TreeOptimizer
-from treebo.optim import local_refinement_candidate
+from treebo.add_tree import local_refinement_candidate
 from treebo.test_functions import Jenatton
 
 

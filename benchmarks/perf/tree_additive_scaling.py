@@ -27,10 +27,13 @@ from botorch.test_functions import StyblinskiTang
 
 from benchmarks.high_dim import vanilla_proposal
 from treebo import TreeOptimizer
-from treebo.acquisition import TreeAdditiveUCB
 from treebo.loop.box import box_space
-from treebo.optim import optimize_acqf_zooming
-from treebo.tree_additive import TreeAdditiveOptions, TreeAdditiveStrategy
+from treebo.tree_additive import (
+    TreeAdditiveOptions,
+    TreeAdditiveStrategy,
+    TreeAdditiveUCB,
+    optimize_acqf_zooming,
+)
 
 
 class RefitEvery(TreeAdditiveStrategy):
@@ -93,7 +96,8 @@ def time_vanilla(d: int, n: int, repeats: int = 1) -> float:
 
 
 def time_grid_sizes(d: int, n: int, sizes: list[int]) -> dict:
-    from treebo.models import TreeAdditiveGP, fit_model
+    from treebo.gp import fit_model
+    from treebo.tree_additive import TreeAdditiveGP
 
     U, Y = data(d, n)
     model = fit_model(TreeAdditiveGP(U, -Y.unsqueeze(-1)))

@@ -8,7 +8,8 @@ import torch
 
 from tests.add_tree.test_kernel import float64_kernel, gradcheck_parameters, randomize
 from treebo import Categorical, Choice, Integer, Real, TreeSpace, Vertex
-from treebo.kernels import AddTreeKernel, stationary_correlation
+from treebo.add_tree import AddTreeKernel
+from treebo.gp import stationary_correlation
 
 
 def svm_like_space() -> TreeSpace:

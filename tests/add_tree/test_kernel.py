@@ -7,7 +7,8 @@ import torch
 from botorch.models.hierarchical import HierarchicalConditionalKernel
 
 from tests.conftest import random_points, random_tree
-from treebo.kernels import AddTreeKernel, stationary_correlation
+from treebo.add_tree import AddTreeKernel
+from treebo.gp import stationary_correlation
 from treebo.space.structure import TreeStructure
 from treebo.test_functions import Jenatton
 

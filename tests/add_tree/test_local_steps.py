@@ -7,9 +7,9 @@ import torch
 
 import treebo.add_tree.local_steps as local_steps
 from treebo import TreeOptimizer
+from treebo.add_tree import LocalStepOptions
 from treebo.add_tree.basins import Failures
 from treebo.add_tree.local_steps import LocalSteps
-from treebo.strategies import LocalStepOptions
 from treebo.strategies.base import is_observed
 from treebo.test_functions import Jenatton
 

@@ -13,8 +13,8 @@ from botorch.utils.datasets import SupervisedDataset
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from tests.conftest import random_points, random_tree
+from treebo.add_tree import AddTreeGP
 from treebo.add_tree.model import transform_dependencies
-from treebo.models import AddTreeGP
 from treebo.test_functions import GeneralizedJenatton, Jenatton
 
 

@@ -6,8 +6,7 @@ import pytest
 import torch
 
 from tests.add_tree.test_model import fitted_jenatton_model
-from treebo.acquisition import AddTreeUCB
-from treebo.optim import optimize_add_tree_ucb
+from treebo.add_tree import AddTreeUCB, optimize_add_tree_ucb
 
 
 def test_per_vertex_optimization_matches_a_grid_search():
@@ -72,7 +71,8 @@ def test_joint_path_selection_picks_the_best_joint_ucb():
 def test_many_paths_are_searched_by_dynamic_programming():
     # Six flags that each activate a parameter: 64 paths, more than are listed.
     from treebo import Choice, Real, TreeSpace, Vertex
-    from treebo.models import AddTreeGP, fit_model
+    from treebo.add_tree import AddTreeGP
+    from treebo.gp import fit_model
     from treebo.space.configurations import MAX_LISTED_PATHS
 
     space = TreeSpace(

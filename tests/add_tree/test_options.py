@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from treebo.kernels import AddTreeKernelOptions
-from treebo.strategies import (
+from treebo.add_tree import (
+    AddTreeKernelOptions,
     AddTreeOptions,
     AddTreeUCBOptions,
     LocalStepOptions,

@@ -8,14 +8,14 @@ import pytest
 import torch
 
 import treebo.add_tree.strategy as add_tree
-from treebo.kernels import AddTreeKernelOptions
-from treebo.optim.tree_optimize import TreeCandidate
-from treebo.strategies import (
+from treebo.add_tree import (
+    AddTreeKernelOptions,
     AddTreeOptions,
     AddTreeStrategy,
     AddTreeUCBOptions,
-    Observations,
 )
+from treebo.optim.tree_optimize import TreeCandidate
+from treebo.strategies import Observations
 from treebo.strategies.fitting import WarmStartFit
 from treebo.test_functions import Jenatton
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tests.add_tree.test_model import fitted_jenatton_model
-from treebo.acquisition import AddTreeUCB, add_tree_beta
+from treebo.add_tree import AddTreeUCB, add_tree_beta
 
 
 def test_beta_schedule_of_the_paper():

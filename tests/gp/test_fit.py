@@ -8,8 +8,9 @@ import pytest
 import torch
 from gpytorch.mlls import ExactMarginalLogLikelihood, LeaveOneOutPseudoLikelihood
 
+from treebo.add_tree import AddTreeGP
+from treebo.gp import fit_model, noise_floor_likelihood
 from treebo.gp.fit import MIN_POINTS_FOR_LOO, loo_log_predictive
-from treebo.models import AddTreeGP, fit_model, noise_floor_likelihood
 from treebo.test_functions import Jenatton
 
 

@@ -15,13 +15,13 @@ from ax.core.parameter import ChoiceParameter, ParameterType, RangeParameter  # 
 from ax.core.search_space import SearchSpace  # noqa: E402
 
 from treebo import Choice, ConfigurationError, Real, TreeSpace, Vertex  # noqa: E402
+from treebo.add_tree import AddTreeGP  # noqa: E402
 from treebo.integrations.ax import (  # noqa: E402
     LOOP_MODEL_OPTIONS,
     add_tree_generation_strategy,
     ax_search_space,
     tree_space_from_ax,
 )
-from treebo.models import AddTreeGP  # noqa: E402
 from treebo.test_functions import Jenatton, generalized_jenatton_space  # noqa: E402
 
 

@@ -6,10 +6,10 @@ import pytest
 import torch
 
 from treebo import TreeOptimizer, minimize
-from treebo.add_tree import AddTreeStrategy
+from treebo.add_tree import AddTreeOptions, AddTreeStrategy
 from treebo.loop.candidates import encode_candidates, fresh_candidates
 from treebo.space import ConfigurationError, Real, TreeSpace, Vertex
-from treebo.strategies import AddTreeOptions, Observations, Proposal, Strategy
+from treebo.strategies import Observations, Proposal, Strategy
 from treebo.test_functions import Jenatton
 
 FAST = AddTreeOptions(num_restarts=4, raw_samples=64)

@@ -13,7 +13,7 @@ import pytest
 from benchmarks.fault_injection import killed_run
 from tests.loop.journal import read_journal
 from treebo import TreeOptimizer, minimize
-from treebo.add_tree import AddTreeStrategy
+from treebo.add_tree import AddTreeOptions, AddTreeStrategy
 from treebo.loop import (
     CHECKPOINT_VERSION,
     CheckpointInUseError,
@@ -22,7 +22,6 @@ from treebo.loop import (
 )
 from treebo.loop.checkpoint import checkpoint_header, read_checkpoint
 from treebo.space import Choice, Real, TreeSpace, Vertex
-from treebo.strategies import AddTreeOptions
 from treebo.test_functions import Jenatton, generalized_jenatton_space
 
 DATA = Path(__file__).parent / "data"

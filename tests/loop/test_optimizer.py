@@ -10,11 +10,11 @@ import torch
 from botorch.exceptions import ModelFittingError
 
 from treebo import Categorical, Choice, Integer, Real, TreeOptimizer, TreeSpace, Vertex
-from treebo.add_tree import AddTreeUCBStrategy
-from treebo.strategies import (
+from treebo.add_tree import (
     AddTreeOptions,
     AddTreeStrategy,
     AddTreeUCBOptions,
+    AddTreeUCBStrategy,
     LocalStepOptions,
 )
 from treebo.test_functions import GeneralizedJenatton, Jenatton, jenatton_space

@@ -9,9 +9,8 @@ import pytest
 import torch
 
 from treebo import TreeOptimizer
-from treebo.add_tree import AddTreeStrategy
+from treebo.add_tree import AddTreeOptions, AddTreeStrategy
 from treebo.loop.outcomes import parse_outcome, raise_far_out, standardize_scores
-from treebo.strategies import AddTreeOptions
 from treebo.test_functions import Jenatton
 
 FAST = AddTreeOptions(num_restarts=4, raw_samples=64)

@@ -7,8 +7,8 @@ import torch
 from botorch.acquisition import PosteriorMean
 
 from tests.add_tree.test_model import fitted_jenatton_model
-from treebo.acquisition import AddTreeUCB
-from treebo.optim import optimize_acqf_tree, optimize_add_tree_ucb
+from treebo.add_tree import AddTreeUCB, optimize_add_tree_ucb
+from treebo.optim import optimize_acqf_tree
 
 
 def test_tree_optimizer_for_any_acquisition_matches_a_grid_search():

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from treebo.kernels import TreeAdditiveKernel
+from treebo.tree_additive import TreeAdditiveKernel
 from treebo.tree_additive.kernel import _ComponentGram
 
 EDGES = torch.tensor([[0, 1], [1, 2], [4, 3]])

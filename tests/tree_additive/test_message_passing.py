@@ -3,7 +3,7 @@ import itertools
 import pytest
 import torch
 
-from treebo.optim import message_passing_discrete
+from treebo.tree_additive import message_passing_discrete
 from treebo.tree_additive.forest import ForestSchedule
 
 

@@ -4,8 +4,8 @@ import functools
 import pytest
 import torch
 
-from treebo.kernels import TreeAdditiveKernel
-from treebo.models import TreeAdditiveGP, fit_model
+from treebo.gp import fit_model
+from treebo.tree_additive import TreeAdditiveGP, TreeAdditiveKernel
 from treebo.tree_additive.structure_learning import _ForestState, _StructureScorer
 
 

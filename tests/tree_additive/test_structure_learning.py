@@ -1,8 +1,9 @@
 import pytest
 import torch
 
-from treebo.models import TreeAdditiveGP, fit_model, learn_tree_structure
+from treebo.gp import fit_model
 from treebo.test_functions import AdditiveGPFunction, additive_graph
+from treebo.tree_additive import TreeAdditiveGP, learn_tree_structure
 
 
 def _edge_set(edges):

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from treebo.acquisition import TreeAdditiveUCB, tree_additive_beta
-from treebo.models import TreeAdditiveGP, fit_model
+from treebo.gp import fit_model
+from treebo.tree_additive import TreeAdditiveGP, TreeAdditiveUCB, tree_additive_beta
 
 
 @functools.cache

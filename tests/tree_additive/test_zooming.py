@@ -1,9 +1,7 @@
 import pytest
 import torch
 
-from treebo.acquisition import TreeAdditiveUCB
-from treebo.models import TreeAdditiveGP
-from treebo.optim import optimize_acqf_zooming
+from treebo.tree_additive import TreeAdditiveGP, TreeAdditiveUCB, optimize_acqf_zooming
 
 
 class _SeparableQuadratic:

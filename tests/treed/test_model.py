@@ -7,7 +7,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.optim import optimize_acqf
 from gpytorch.kernels import MaternKernel
 
-from treebo.models import TreedGP, WeightedPseudoLikelihood
+from treebo.treed import TreedGP, WeightedPseudoLikelihood
 
 
 def _data(n=30, seed=0):

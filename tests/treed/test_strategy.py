@@ -134,7 +134,7 @@ class _UnprunedStrategy(TreedStrategy):
 
 @pytest.mark.parametrize("prune", [True, False])
 def test_the_strategy_builds_the_pruned_or_the_paper_tree(prune):
-    from treebo.models import build_partition, loo_prune
+    from treebo.treed import build_partition, loo_prune
 
     options = TreedOptions(num_points=256)
     strategy = TreedStrategy(options) if prune else _UnprunedStrategy(options)

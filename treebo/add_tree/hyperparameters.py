@@ -16,7 +16,7 @@ Shapes (``V`` vertices, ``G``/``G_os`` lengthscale/output-scale groups,
 - ``slot_outputscale``: ``batch_shape x S``.
 
 Example:
-    >>> from treebo.kernels import AddTreeKernel
+    >>> from treebo.add_tree import AddTreeKernel
     >>> k = AddTreeKernel(3, {0: {0: [1], 1: [2]}}, share_outputscales="all")
     >>> k.outputscale = 0.5
     >>> k.outputscale.shape, round(k.group_outputscale.item(), 12)

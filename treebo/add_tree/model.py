@@ -189,7 +189,7 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
             paper.
 
     Example:
-        >>> from treebo.models import fit_model
+        >>> from treebo.gp import fit_model
         >>> from treebo.test_functions import Jenatton
         >>> problem = Jenatton()
         >>> X = problem.space.sample(20, seed=0)

@@ -10,7 +10,7 @@ $$
 (``+`` when maximizing, ``-`` when minimizing) and the value of a point on path $l$ is
 $\sum_{v \in l} u_v$. Because the sum is additive over vertices, each $u_v$ can be
 maximized on its own, low-dimensional domain and the best path read off afterwards
-([`treebo.optim.optimize_add_tree_ucb()`][treebo.add_tree.optimize.optimize_add_tree_ucb]).
+([`treebo.add_tree.optimize_add_tree_ucb()`][treebo.add_tree.optimize.optimize_add_tree_ucb]).
 """
 
 from __future__ import annotations

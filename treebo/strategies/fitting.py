@@ -35,7 +35,8 @@ class WarmStartFit:
             ``optimizer_kwargs={"options": {"maxiter": 50}}``).
 
     Example:
-        >>> from treebo.models import AddTreeGP, noise_floor_likelihood
+        >>> from treebo.add_tree import AddTreeGP
+        >>> from treebo.gp import noise_floor_likelihood
         >>> from treebo.test_functions import Jenatton
         >>> problem = Jenatton()
         >>> deps = problem.space.to_hierarchical_dependencies()

@@ -87,7 +87,7 @@ class TreeAdditiveGP(CachedSolveMixin, SingleTaskGP):
 
     Example:
         >>> import torch
-        >>> from treebo.models import fit_model
+        >>> from treebo.gp import fit_model
         >>> X = torch.rand(30, 3, dtype=torch.float64)
         >>> Y = (X[:, :1] * X[:, 1:2]).sin() + X[:, 2:]
         >>> model = TreeAdditiveGP(X, Y, edges=torch.tensor([[0, 1]]))

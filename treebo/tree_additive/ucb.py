@@ -55,7 +55,7 @@ class TreeAdditiveUCB(AcquisitionFunction):
         maximize: If false, the objective is minimized (lower bound, negated).
 
     Example:
-        >>> from treebo.models import TreeAdditiveGP
+        >>> from treebo.tree_additive import TreeAdditiveGP
         >>> X = torch.rand(20, 3, dtype=torch.float64)
         >>> model = TreeAdditiveGP(X, X.sum(-1, keepdim=True)).eval()
         >>> acqf = TreeAdditiveUCB(model)

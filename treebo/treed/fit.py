@@ -174,7 +174,7 @@ def start_from_grid(model: torch.nn.Module, log_ratio: Tensor) -> Tensor:
 
     Example:
         >>> import torch
-        >>> from treebo.models import TreedGP
+        >>> from treebo.treed import TreedGP
         >>> X = torch.rand(40, 1, dtype=torch.float64)
         >>> model = TreedGP(X, torch.sin(20 * X))
         >>> start = torch.zeros(model.num_leaves, dtype=torch.float64)
@@ -248,7 +248,7 @@ def fit_treed_gp(
 
     Example:
         >>> import torch
-        >>> from treebo.models import TreedGP
+        >>> from treebo.treed import TreedGP
         >>> X = torch.rand(40, 1, dtype=torch.float64)
         >>> model = TreedGP(X, torch.where(X < 0.5, torch.sin(30 * X), X))
         >>> result = fit_treed_gp(model)

@@ -32,7 +32,7 @@ tensor step per level.
 
 Example:
     >>> import torch
-    >>> from treebo.models import build_partition
+    >>> from treebo.treed import build_partition
     >>> X = torch.linspace(0, 1, 60, dtype=torch.float64).unsqueeze(-1)
     >>> y = torch.sin(3 * X[:, 0])  # stationary: nothing to split
     >>> loo_prune(build_partition(X, y), X, y).num_leaves
