@@ -109,7 +109,6 @@ class AddTreeStrategy(Strategy):
         self.kernel_options = opts.kernel  # of the model in use
         self.local = self.make_local_steps()
         self.last_model: AddTreeGP | None = None
-        self.timings: dict[str, float] = {}
         # The noise declaration of the observations being modelled.
         self.noise = "infer"
         self.yvar: Tensor | None = None

@@ -122,7 +122,6 @@ class BKTFStrategy(Strategy):
         super().__init__(options, **kwargs)
         self._grid: tuple[TreeSpace, Grid] | None = None
         self.last_model: BKTF | None = None
-        self.timings: dict[str, float] = {}
 
     def validate_space(self, space: TreeSpace) -> None:
         if space.choice_columns:

@@ -100,7 +100,6 @@ class _LeafStrategy(Strategy):
     def __init__(self, options: Any | None = None, **kwargs: Any) -> None:
         super().__init__(options, **kwargs)
         self.last_model: LeafGP | None = None
-        self.timings: dict[str, float] = {}
 
     def validate_space(self, space: TreeSpace) -> None:
         others = [

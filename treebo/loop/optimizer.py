@@ -484,7 +484,7 @@ class TreeOptimizer:
         [`training_data()`][treebo.loop.optimizer.TreeOptimizer.training_data], not the
         raw values.
         """
-        return getattr(self.strategy, "last_model", None)
+        return self.strategy.last_model
 
 
 def _seconds(value: Any) -> float:

@@ -124,6 +124,14 @@ class Strategy(ABC):
         options: An instance of `options_type` (default: its defaults).
         device: Device of the models (default CPU).
         dtype: Floating point type of the models (default float64).
+
+    Attributes:
+        last_model: The model of the last proposal (``None`` before the first fit,
+            and for a strategy without a model); what
+            [`TreeOptimizer.last_model`][treebo.loop.optimizer.TreeOptimizer.last_model]
+            returns.
+        timings: Seconds the last proposal spent, by stage (``"fit"``,
+            ``"optimize"``, ...), for benchmarks.
     """
 
     name: ClassVar[str]
@@ -159,6 +167,8 @@ class Strategy(ABC):
         self.device = torch.device("cpu") if device is None else torch.device(device)
         check_device(self.device)
         self.dtype = dtype
+        self.last_model: Any = None
+        self.timings: dict[str, float] = {}
 
     def claim(self) -> Strategy:
         """Mark the strategy as serving one run, and return it.

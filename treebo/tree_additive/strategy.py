@@ -150,7 +150,6 @@ class TreeAdditiveStrategy(Strategy):
             None if initial is None else torch.tensor(initial).reshape(-1, 2)
         )
         self.last_model: TreeAdditiveGP | None = None
-        self.timings: dict[str, float] = {}
 
     def validate_space(self, space: TreeSpace) -> None:
         require_real_parameters(space, self.name)

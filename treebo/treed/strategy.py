@@ -119,7 +119,6 @@ class TreedStrategy(Strategy):
     def __init__(self, options: TreedOptions | None = None, **kwargs: Any) -> None:
         super().__init__(options, **kwargs)
         self.last_model: TreedGP | None = None
-        self.timings: dict[str, float] = {}
 
     def validate_space(self, space: TreeSpace) -> None:
         require_real_parameters(space, self.name)
