@@ -21,6 +21,7 @@ MODULES = sorted(
 )
 
 
+@pytest.mark.snippets  # some run BO loops: CI runs them in its docs step (.ci/run)
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
