@@ -162,7 +162,13 @@ def ranks_table(suite: Suite, runs: dict) -> list[str]:
     problems = list(suite.problems)
     head = " | ".join(f"@{c}" for c in suite.checkpoints)
     rule = "|---|" + "---|" * len(suite.checkpoints)
-    lines = [f"| method | mean rank {head} |", rule]
+    lines = [
+        "Mean rank of each method's median (1 = lowest), over the problems, and the "
+        "seeds every method reached the checkpoint on.",
+        "",
+        f"| method | mean rank {head} |",
+        rule,
+    ]
     ranks = {c: mean_ranks(runs, problems, methods, c) for c in suite.checkpoints}
     for m in methods:
         cells = [f"{ranks[c][m]:.2f}" if m in ranks[c] else "-" for c in ranks]

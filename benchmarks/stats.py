@@ -184,7 +184,9 @@ def mean_ranks(
     c: int,
 ) -> dict[str, float]:
     """Each method's rank by median after ``c`` evaluations (1 = lowest, ties
-    share their mean rank), averaged over the problems every method ran."""
+    share their mean rank), averaged over the problems every method ran; the
+    medians are over the seeds every method reached ``c`` on (a method with fewer
+    seeds is compared on its own seeds, not on its peers' others)."""
     from scipy.stats import rankdata
 
     ranks: dict[str, list[float]] = defaultdict(list)
@@ -192,7 +194,10 @@ def mean_ranks(
         scores = task_scores(runs, problem, methods, c)
         if len(scores) < len(methods):
             continue
-        medians = [float(np.median(list(scores[m].values()))) for m in methods]
+        seeds = set.intersection(*(set(scores[m]) for m in methods))
+        if not seeds:
+            continue
+        medians = [float(np.median([scores[m][s] for s in seeds])) for m in methods]
         for m, rank in zip(methods, rankdata(medians), strict=True):
             ranks[m].append(float(rank))
     return {m: float(np.mean(v)) for m, v in ranks.items()}

@@ -415,6 +415,14 @@ def test_mean_ranks_rank_medians_per_problem_with_shared_ties():
     }
 
 
+def test_mean_ranks_compare_medians_over_the_seeds_every_method_reached():
+    from benchmarks.stats import mean_ranks
+
+    # x ran one seed, on which it is worse; y's other seeds would flatter x.
+    runs = _runs({("a", "x"): [[2.0]], ("a", "y"): [[1.0], [9.0], [9.0]]})
+    assert mean_ranks(runs, ["a"], ["x", "y"], 1) == {"x": 2.0, "y": 1.0}
+
+
 def test_runs_shorter_than_a_checkpoint_are_left_out_of_its_ranks():
     from benchmarks.stats import mean_ranks
 
