@@ -51,29 +51,17 @@ def test_every_evaluation_is_a_distinct_grid_point():
 
 
 def test_a_resumed_run_continues_exactly(tmp_path):
-    s = space()
-    full = minimize(
-        objective, s, budget=8, seed=1, strategy=BKTFStrategy(FAST), n_initial=3
-    )
-    path = tmp_path / "run.json"
-    minimize(
-        objective,
-        s,
-        budget=5,
-        seed=1,
-        strategy=BKTFStrategy(FAST),
-        n_initial=3,
-        checkpoint=path,
-    )
-    resumed = minimize(
-        objective,
-        s,
-        budget=8,
-        seed=1,
-        strategy=BKTFStrategy(FAST),
-        n_initial=3,
-        checkpoint=path,
-    )
+    s, path = space(), tmp_path / "run.json"
+
+    def run(budget, **kwargs):  # a fresh strategy per run: one serves one optimizer
+        strategy = BKTFStrategy(FAST)
+        return minimize(
+            objective, s, budget, seed=1, strategy=strategy, n_initial=3, **kwargs
+        )
+
+    full = run(8)
+    run(5, checkpoint=path)
+    resumed = run(8, checkpoint=path)
     assert [t.params for t in resumed.history] == [t.params for t in full.history]
 
 

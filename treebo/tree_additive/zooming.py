@@ -55,8 +55,7 @@ def optimize_acqf_zooming(
         best first.
 
     Example:
-        >>> from treebo.tree_additive import TreeAdditiveUCB
-        >>> from treebo.tree_additive import TreeAdditiveGP
+        >>> from treebo.tree_additive import TreeAdditiveGP, TreeAdditiveUCB
         >>> X = torch.rand(20, 3, dtype=torch.float64)
         >>> model = TreeAdditiveGP(X, -(X - 0.3).square().sum(-1, keepdim=True))
         >>> acqf = TreeAdditiveUCB(model.eval(), beta=0.0)
