@@ -234,6 +234,12 @@ def plot_suite(suite: Suite, runs: dict, path: Path) -> bool:
 #: ``(file in perf/records, heading, command, table function)``.
 TIMINGS = (
     (
+        "scaling",
+        "Seconds per proposal against the number of observations and the tree's size",
+        "python -m benchmarks.perf.scaling",
+        "scaling",
+    ),
+    (
         "flag_scaling",
         "Seconds per proposal against the number of paths",
         "python -m benchmarks.perf.flag_scaling",

@@ -49,6 +49,35 @@ def tree_additive_scaling(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def scaling(records: list[dict]) -> str:
+    """Seconds and peak memory of one proposal against ``n`` and the tree's size."""
+
+    def cell(entry: dict | None, key: str = "cold") -> str:
+        if entry is None:
+            return "-"
+        if "timeout" in entry:
+            return f"> {entry['timeout']:.0f}"
+        return f"{entry[key]:.1f} ({entry['peak_growth_mib']:.0f} MiB)"
+
+    lines = [
+        "| problem | n | treebo cold | treebo warm | flat GP | HCK "
+        "| flat / treebo cold | machine, torch, date |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        treebo, flat = r.get("treebo"), r.get("flat")
+        ratio = "-"
+        if treebo and flat and "cold" in treebo and "cold" in flat:
+            ratio = f"{flat['cold'] / treebo['cold']:.2f}x"
+        warm = "-" if not treebo or "warm" not in treebo else f"{treebo['warm']:.1f}"
+        lines.append(
+            f"| {r['problem']} | {r['n']:,} | {cell(treebo)} | {warm} "
+            f"| {cell(flat)} | {cell(r.get('hck'))} | {ratio} "
+            f"| {r['machine']}, {r['torch']}, {r['date']} |"
+        )
+    return "\n".join(lines)
+
+
 def fault_injection(records: list[dict]) -> str:
     """Killed runs: evaluations lost or repeated on resumption."""
     by = defaultdict(list)

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 
+from treebo.gp import correlation
 from treebo.gp.correlation import (
     SlotGram,
     matern52_parts,
@@ -40,15 +41,39 @@ def test_correlations_match_their_closed_forms_and_gradients():
 
 
 @pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
-def test_the_slot_gram_is_the_weighted_sum_of_slot_correlations(base_kernel):
+@pytest.mark.parametrize("parts", ["scales", "offsets", "shared", "all"])
+@pytest.mark.parametrize("block_elements", [2**20, 7])  # one block, one row each
+def test_the_slot_gram_is_the_weighted_sum_of_slot_correlations(
+    base_kernel, parts, block_elements, monkeypatch
+):
+    monkeypatch.setattr(correlation, "BLOCK_ELEMENTS", block_elements)
     g = torch.Generator().manual_seed(0)
+
+    def rand(*shape, grad=True):
+        t = torch.rand(*shape, generator=g, dtype=torch.float64)
+        return t.requires_grad_(grad)
+
     a = torch.randn(3, 5, 2, generator=g, dtype=torch.float64, requires_grad=True)
     b = torch.randn(3, 4, 2, generator=g, dtype=torch.float64, requires_grad=True)
-    w = torch.rand(3, 5, 4, generator=g, dtype=torch.float64, requires_grad=True)
-    K = SlotGram.apply(a, b, w, base_kernel)
+    ids_a = torch.randint(0, 2, (3, 5), generator=g)
+    ids_b = torch.randint(0, 2, (3, 4), generator=g)
+    same = (ids_a.unsqueeze(-1) == ids_b.unsqueeze(-2)).to(torch.float64)
+    scale = rand(3, 5)
+    offset = rand(3, 5) if parts in ("offsets", "all") else None
+    tau = rand(3) if parts in ("shared", "all") else None
+    p = (rand(3, 5, grad=False) > 0.3).to(torch.float64)
+    q = (rand(3, 4, grad=False) > 0.3).to(torch.float64)
+
+    def gram(a, b, scale, offset, tau):
+        return SlotGram.apply(a, b, ids_a, ids_b, scale, offset, tau, p, q, base_kernel)
+
+    K = gram(a, b, scale, offset, tau)
     sq = ((a.unsqueeze(-2) - b.unsqueeze(-3)) ** 2).sum(-1)
-    dense = (w * stationary_correlation(sq, base_kernel)).sum(0)
-    torch.testing.assert_close(K, dense)
-    assert torch.autograd.gradcheck(
-        lambda a, b, w: SlotGram.apply(a, b, w, base_kernel), (a, b, w)
-    )
+    weight = same * scale.unsqueeze(-1)
+    if tau is not None:
+        weight = weight + tau.view(3, 1, 1) * p.unsqueeze(-1) * q.unsqueeze(-2)
+    dense = weight * stationary_correlation(sq, base_kernel)
+    if offset is not None:
+        dense = dense + same * offset.unsqueeze(-1)
+    torch.testing.assert_close(K, dense.sum(0))
+    assert torch.autograd.gradcheck(gram, (a, b, scale, offset, tau))

@@ -417,6 +417,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         ids1, s1 = _lead(ids1, rank), _lead(s1, rank)
         ids2 = _lead(ids2, rank)
         z1, z2 = _lead(z1, rank + 1), _lead(z2, rank + 1)
+        tau = None
         if self.shared_component:
             p1, p2 = _lead(p1, rank), _lead(p2, rank)
             tau = self.slot_outputscale  # *kb x S
@@ -435,19 +436,17 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         # slots runs over the outermost axis.
         a = z1.movedim(-2, -3).contiguous()  # *b x S x n x D
         b = z2.movedim(-2, -3).contiguous()  # *b x S x m x D
-        # Only pairs in the same vertex of a slot interact; the weight carries
-        # that vertex's output scale (zero for empty slots).
-        same = ids1.movedim(-1, -2).unsqueeze(-1) == ids2.movedim(-1, -2).unsqueeze(-2)
-        weight = same * s1.movedim(-1, -2).unsqueeze(-1)  # *b x S x n x m
+        # Only pairs in the same vertex of a slot interact, through that vertex's
+        # output scale and constant; with shared components any two vertices of a
+        # slot that own parameters do.
+        ids1, ids2 = ids1.movedim(-1, -2), ids2.movedim(-1, -2)  # *b x S x n
         if self.shared_component:
-            # Any two vertices of a slot share its component.
-            both = p1.movedim(-1, -2).unsqueeze(-1) * p2.movedim(-1, -2).unsqueeze(-2)
-            weight = weight + tau.unsqueeze(-1).unsqueeze(-1) * both
-        gram = SlotGram.apply(a, b, weight, self.base_kernel)
-        if o1 is None:
-            return gram
-        offsets = same * _lead(o1, rank).movedim(-1, -2).unsqueeze(-1)
-        return gram + offsets.sum(-3)
+            p1, p2 = p1.movedim(-1, -2), p2.movedim(-1, -2)
+        offsets = None if o1 is None else _lead(o1, rank).movedim(-1, -2)
+        scales = s1.movedim(-1, -2)
+        return SlotGram.apply(
+            a, b, ids1, ids2, scales, offsets, tau, p1, p2, self.base_kernel
+        )
 
     def vertex_covariance(self, z: Tensor, x: Tensor) -> Tensor:
         r"""Per-vertex cross-covariances, with the query treated as active everywhere.

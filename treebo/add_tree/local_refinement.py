@@ -62,9 +62,9 @@ from botorch.posteriors import GPyTorchPosterior
 from gpytorch.constraints import GreaterThan
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.likelihoods import GaussianLikelihood
-from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
+from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
 from treebo.optim.tree_optimize import distinct_rows
 from treebo.space import TreeSpace
 
@@ -338,7 +338,7 @@ def _fit_local_model(
                 likelihood=likelihood,
                 outcome_transform=Standardize(m=1),
             )
-            fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+            fit_gpytorch_mll(CholeskyMarginalLogLikelihood(model.likelihood, model))
     except (ModelFittingError, RuntimeError, ValueError):
         return None
     return model.eval()

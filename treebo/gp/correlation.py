@@ -7,14 +7,11 @@ the Matern derivative; [`pairwise_sq_dist()`][treebo.gp.correlation.pairwise_sq_
 forms squared distances). [`SlotGram`][treebo.gp.correlation.SlotGram] computes the Gram
 matrix of the slot encoding of [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]
 in one pass: for inputs ``a`` (``S x n x D``) and ``b`` (``S x m x D``) already divided
-by their lengthscales, and pair weights ``w`` (``S x n x m``),
-
-$$
-K = \sum_s w_s \odot \kappa(\lVert a_s - b_s \rVert^2),
-$$
-
-with a backward pass of two batched matrix products per input (no
-``S x n x m x D`` temporaries). Neither supports double backward.
+by their lengthscales, pair weights $w_s$ built from per-point output scales, constants
+and a shared component, $K = \sum_s w_s \odot \kappa(\lVert a_s - b_s \rVert^2) +
+\text{constants}$, with a backward pass of two batched matrix products per input (no
+``S x n x m x D`` temporaries) that never builds the weights' autograd graph. Neither
+supports double backward.
 """
 
 from __future__ import annotations
@@ -108,49 +105,210 @@ def pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
 class SlotGram(torch.autograd.Function):
     r"""Add-Tree Gram matrix from slot features, with a fused backward pass.
 
-    Forward: $K_{nm} = \sum_s w_{snm}\,\kappa(\lVert a_{sn} - b_{sm}
-    \rVert^2)$ for ``a``: ``*b x S x n x D``, ``b``: ``*b x S x m x D`` and weights
-    ``w``: ``*b x S x n x m`` (batch shapes broadcast).
+    Forward: for inputs ``a``: ``*b x S x n x D`` and ``b``: ``*b x S x m x D`` (already
+    divided by their lengthscales) and $\kappa_{snm} = \kappa(\lVert a_{sn} - b_{sm}
+    \rVert^2)$,
 
-    Backward: with $g_{snm} = G_{nm} w_{snm} \kappa'(r^2_{snm})$, the input gradients
-    are $2(a_{sn} \sum_m g_{snm} - \sum_m g_{snm} b_{sm})$ (and symmetrically for
-    ``b``): two batched matrix products instead of ``S x n x m x D`` temporaries, and no
-    autograd graph over the ``S x n x m`` intermediates.
+    $$
+    K_{nm} = \sum_s e_{snm}\,(\sigma_{sn} \kappa_{snm} + c_{sn})
+    + \tau_s\, p_{sn} q_{sm}\, \kappa_{snm},
+    $$
+
+    with $e$ the 0/1 indicator that both points have the same vertex in slot $s$
+    ($i_{sn} = j_{sm}$),
+    $\sigma$ and $c$ that vertex's output scale and constant, and $\tau_s$ the scale
+    of a component shared by the slot's vertices with parameters ($p$, $q$: 0/1
+    indicators that a point has one).
+
+    Backward: with $g_{snm} = G_{nm} w_{snm} \kappa'(r^2_{snm})$ and $w = e\sigma +
+    \tau p q^\top$, the input gradients are $2(a_{sn} \sum_m g_{snm} - \sum_m g_{snm}
+    b_{sm})$ (and symmetrically for ``b``): two batched matrix products instead of
+    ``S x n x m x D`` temporaries. The gradients of $\sigma$, $c$ and $\tau$ are
+    reductions of $G \kappa e$, $G e$ and $G \kappa$; no ``S x n x m`` weight tensor
+    enters autograd.
+
+    Args (of ``apply``):
+        a: ``*b x S x n x D``.
+        b: ``*b x S x m x D``.
+        ids_a: ``*b x S x n`` integer vertex ids $i$ of ``a``'s points per slot.
+        ids_b: ``*b x S x m`` those of ``b``'s points, $j$.
+        scale: ``*b x S x n`` output scales $\sigma$.
+        offset: ``*b x S x n`` constants $c$, or ``None``.
+        tau: ``*b x S`` shared scales, or ``None`` (then ``p`` and ``q`` are ignored).
+        p: ``*b x S x n`` 0/1, or ``None``.
+        q: ``*b x S x m`` 0/1, or ``None``.
+        base_kernel: ``"rbf"`` or ``"matern52"``.
+
+    Batch shapes broadcast.
     """
 
     @staticmethod
-    def forward(ctx, a: Tensor, b: Tensor, w: Tensor, base_kernel: str) -> Tensor:
-        sq = pairwise_sq_dist(a, b)
-        needs_ab = ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
-        if base_kernel == "rbf":
-            k = sq.mul_(-0.5).exp_()
-            dk = k if needs_ab else None  # dk/d(sq) = -k / 2, scaled in backward
-            ctx.dk_scale = -0.5
-        else:
-            k, t = matern52_parts(sq)
-            dk = t if needs_ab else None  # dk/d(sq) = -5/6 of this
-            ctx.dk_scale = -5.0 / 6.0
-        ctx.save_for_backward(a, b, w, k if ctx.needs_input_grad[2] else None, dk)
-        return (k * w).sum(-3)
+    def forward(
+        ctx,
+        a: Tensor,
+        b: Tensor,
+        ids_a: Tensor,
+        ids_b: Tensor,
+        scale: Tensor,
+        offset: Tensor | None,
+        tau: Tensor | None,
+        p: Tensor | None,
+        q: Tensor | None,
+        base_kernel: str,
+    ) -> Tensor:
+        parts = _SlotParts(a, b, ids_a, ids_b, scale, offset, tau, p, q, base_kernel)
+        out = None
+        for rows in parts.row_blocks():
+            k, _, weight, same_r = parts.block(rows, derivative=False)
+            terms = _times(k, weight)
+            if offset is not None:
+                terms = _plus_product(
+                    terms, same_r, parts.rows(offset, rows, 1)[..., None]
+                )
+            block = terms.sum(-3)
+            if out is None:
+                out = block.new_empty(*block.shape[:-2], parts.n, block.shape[-1])
+            out[..., rows, :] = block
+        ctx.save_for_backward(a, b, ids_a, ids_b, scale, offset, tau, p, q)
+        ctx.base_kernel = base_kernel
+        return out
 
     @staticmethod
     def backward(ctx, grad: Tensor):
-        a, b, w, k, dk = ctx.saved_tensors
-        grad = grad.unsqueeze(-3)  # *b x 1 x n x m
-        grad_a = grad_b = grad_w = None
-        if dk is not None:
-            g = (grad * w).mul_(dk)  # *b x S x n x m, without dk_scale
-            two = 2.0 * ctx.dk_scale
-            if ctx.needs_input_grad[0]:
-                grad_a = (a * g.sum(-1, keepdim=True) - g @ b).mul_(two)
-                grad_a = grad_a.sum_to_size(a.shape)
-            if ctx.needs_input_grad[1]:
-                gt = g.transpose(-1, -2)
-                grad_b = (b * gt.sum(-1, keepdim=True) - gt @ a).mul_(two)
-                grad_b = grad_b.sum_to_size(b.shape)
-        if k is not None:
-            grad_w = (grad * k).sum_to_size(w.shape)
-        return grad_a, grad_b, grad_w, None
+        a, b, ids_a, ids_b, scale, offset, tau, p, q = ctx.saved_tensors
+        parts = _SlotParts(
+            a, b, ids_a, ids_b, scale, offset, tau, p, q, ctx.base_kernel
+        )
+        # Inputs: a, b, ids_a, ids_b, scale, offset, tau, p, q, base_kernel.
+        need_a, need_b, _, _, need_scale, need_offset, need_tau = ctx.needs_input_grad[
+            :7
+        ]
+        grad_a = grad_b = grad_scale = grad_offset = grad_tau = None
+        for rows in parts.row_blocks():
+            k, dk, weight, same_r = parts.block(rows, derivative=need_a or need_b)
+            G = grad[..., rows, :].unsqueeze(-3)  # *b x 1 x r x m
+            if need_a or need_b:
+                g = (G * weight).mul_(dk)  # *b x S x r x m, without dk's scale
+                two = 2.0 * parts.dk_scale
+                a_r = parts.rows(a, rows, 2)
+                if need_a:
+                    block = (a_r * g.sum(-1, keepdim=True) - g @ b).mul_(two)
+                    grad_a = _rows_into(grad_a, block, rows, parts.n, -2)
+                if need_b:
+                    gt = g.transpose(-1, -2)
+                    block = (b * gt.sum(-1, keepdim=True) - gt @ a_r).mul_(two)
+                    grad_b = block if grad_b is None else grad_b + block
+            if need_offset:
+                block = (G * same_r).sum(-1)
+                grad_offset = _rows_into(grad_offset, block, rows, parts.n, -1)
+            if need_scale or need_tau:
+                gk = G * k
+                if need_tau:  # sum_nm G k p q, as a matrix-vector product
+                    gkq = (gk @ q.unsqueeze(-1)).squeeze(-1)
+                    block = (gkq * parts.rows(p, rows, 1)).sum(-1)
+                    grad_tau = block if grad_tau is None else grad_tau + block
+                if need_scale:
+                    block = gk.mul_(same_r).sum(-1)
+                    grad_scale = _rows_into(grad_scale, block, rows, parts.n, -1)
+        return (
+            None if grad_a is None else grad_a.sum_to_size(a.shape),
+            None if grad_b is None else grad_b.sum_to_size(b.shape),
+            None,
+            None,
+            None if grad_scale is None else grad_scale.sum_to_size(scale.shape),
+            None if grad_offset is None else grad_offset.sum_to_size(offset.shape),
+            None if grad_tau is None else grad_tau.sum_to_size(tau.shape),
+            None,
+            None,
+            None,
+        )
+
+
+#: Elements of one block of [`SlotGram`][treebo.gp.correlation.SlotGram]'s ``S x n x m``
+#: work on the CPU (2 MB in float64). The C allocator recycles temporaries of this size;
+#: larger ones go back to the system after each operation and are page-faulted in again
+#: on the next, which made every elementwise operation about five times slower at
+#: ``n = 3000`` (measured on one core).
+BLOCK_ELEMENTS = 2**18
+
+
+class _SlotParts:
+    """Row blocks of [`SlotGram`][treebo.gp.correlation.SlotGram]'s correlations and
+    pair weights, recomputed where needed instead of stored (the forward pass keeps no
+    ``S x n x m`` tensor for the backward one)."""
+
+    def __init__(
+        self, a, b, ids_a, ids_b, scale, offset, tau, p, q, base_kernel
+    ) -> None:
+        self.a, self.b, self.ids_a, self.ids_b = a, b, ids_a, ids_b
+        self.scale = scale
+        self.offset, self.tau, self.p, self.q = offset, tau, p, q
+        self.base_kernel = base_kernel
+        self.n = a.shape[-2]
+        # dk/d(sq) = dk_scale * (the block's derivative factor)
+        self.dk_scale = -0.5 if base_kernel == "rbf" else -5.0 / 6.0
+
+    def row_blocks(self) -> list[slice]:
+        if self.a.device.type != "cpu":
+            return [slice(0, self.n)]
+        # pairwise_sq_dist holds D differences per pair in low dimensions
+        depth = self.a.shape[-1] if self.a.shape[-1] <= 4 else 1
+        per_row = max(1, self.b.shape[-3] * self.b.shape[-2] * depth)
+        step = max(1, BLOCK_ELEMENTS // per_row)
+        return [slice(i, min(i + step, self.n)) for i in range(0, self.n, step)]
+
+    @staticmethod
+    def rows(t: Tensor, rows: slice, axis_from_end: int) -> Tensor:
+        """``t`` restricted to ``rows`` along its ``n`` axis."""
+        index = (Ellipsis, rows) + (slice(None),) * (axis_from_end - 1)
+        return t[index]
+
+    def block(
+        self, rows: slice, derivative: bool
+    ) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+        """Correlations, their derivative factor (if ``derivative``), pair weights and
+        same-vertex indicators of ``rows``: ``*b x S x r x m`` each."""
+        sq = pairwise_sq_dist(self.rows(self.a, rows, 2), self.b)
+        if self.base_kernel == "rbf":
+            k = sq.mul_(-0.5).exp_()
+            dk = k if derivative else None  # neither is changed in place later
+        else:
+            k, dk = matern52_parts(sq)
+        ids = self.rows(self.ids_a, rows, 1).unsqueeze(-1)
+        same = (ids == self.ids_b.unsqueeze(-2)).to(k.dtype)
+        weight = same * self.rows(self.scale, rows, 1).unsqueeze(-1)
+        if self.tau is not None:
+            shared = self.rows(self.p, rows, 1) * self.tau.unsqueeze(-1)
+            weight = torch.addcmul(weight, shared.unsqueeze(-1), self.q.unsqueeze(-2))
+        return k, dk, weight, same
+
+
+def _times(t: Tensor, other: Tensor) -> Tensor:
+    """``t * other``, in ``t``'s storage where the shapes allow."""
+    if torch.broadcast_shapes(t.shape, other.shape) == t.shape:
+        return t.mul_(other)
+    return t * other
+
+
+def _plus_product(t: Tensor, x: Tensor, y: Tensor) -> Tensor:
+    """``t + x * y``, in ``t``'s storage where the shapes allow."""
+    if torch.broadcast_shapes(t.shape, x.shape, y.shape) == t.shape:
+        return t.addcmul_(x, y)
+    return torch.addcmul(t, x, y)
+
+
+def _rows_into(
+    full: Tensor | None, block: Tensor, rows: slice, n: int, axis: int
+) -> Tensor:
+    """Write ``block`` into ``rows`` of ``full`` along ``axis`` (allocated with ``n``
+    there on the first block)."""
+    if full is None:
+        shape = list(block.shape)
+        shape[axis] = n
+        full = block.new_zeros(shape)
+    index = (Ellipsis, rows) + (slice(None),) * (-axis - 1)
+    full[index] = block
+    return full
 
 
 def stationary_correlation(sq_dist: Tensor, base_kernel: str) -> Tensor:

@@ -29,10 +29,12 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models.model import Model
 from gpytorch.constraints import GreaterThan
 from gpytorch.likelihoods import GaussianLikelihood
-from gpytorch.mlls import ExactMarginalLogLikelihood, LeaveOneOutPseudoLikelihood
+from gpytorch.mlls import LeaveOneOutPseudoLikelihood
 from gpytorch.priors import LogNormalPrior
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
+
+from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
 
 FIT_CRITERIA = ("mll", "loo")
 
@@ -130,7 +132,7 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
     if criterion == "loo" and n >= MIN_POINTS_FOR_LOO:
         objective = LeaveOneOutPseudoLikelihood(model.likelihood, model)
     else:
-        objective = ExactMarginalLogLikelihood(model.likelihood, model)
+        objective = CholeskyMarginalLogLikelihood(model.likelihood, model)
     fit_gpytorch_mll(objective, **fit_kwargs)
     return model.eval()
 
