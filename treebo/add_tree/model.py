@@ -29,10 +29,15 @@ from botorch.posteriors import GPyTorchPosterior
 from botorch.utils.datasets import SupervisedDataset
 from botorch.utils.types import DEFAULT, _DefaultType
 from gpytorch.distributions import MultivariateNormal
-from gpytorch.likelihoods import Likelihood
+from gpytorch.likelihoods import (
+    FixedNoiseGaussianLikelihood,
+    GaussianLikelihood,
+    Likelihood,
+)
 from linear_operator.operators import DiagLinearOperator
 from torch import Tensor
 
+from treebo.add_tree.blocks import covarying_groups
 from treebo.add_tree.kernel import AddTreeKernel
 from treebo.add_tree.kernel_options import AddTreeKernelOptions
 from treebo.gp.cached_solve import CachedSolveMixin
@@ -331,6 +336,34 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
     def hierarchical_dependencies(self) -> dict[int, dict[float, list[int]]]:
         """The dependencies in the user's (untransformed) input space."""
         return self._original_dependencies
+
+    def covariance_blocks(self) -> Tensor | None:
+        """Labels of training points that do not covary
+        ([`covarying_groups()`][treebo.add_tree.blocks.covarying_groups]), for a
+        block-by-block marginal likelihood
+        ([`BlockDiagonalCovariance`][treebo.gp.exact_mll.BlockDiagonalCovariance]).
+
+        ``None`` where the covariance is one block, the training data are batched, the
+        likelihood is not Gaussian with constant or known noise, or blocks would not
+        pay: ``B`` blocks padded to the largest, ``m``, cost ``B m^3``, more than half
+        of ``n^3``.
+        """
+        X = self.train_inputs[0]
+        kernel = self.covar_module
+        likelihoods = (GaussianLikelihood, FixedNoiseGaussianLikelihood)
+        if X.dim() != 2 or kernel.shared_component:
+            return None
+        if not isinstance(self.likelihood, likelihoods):
+            return None
+        if self.training:
+            X = self.transform_inputs(X)
+        terms = kernel.vertex_has_params | kernel.vertex_has_offset
+        labels = covarying_groups(self.tree.vertex_activity(X) & terms)
+        counts = torch.bincount(labels)
+        n, m = X.shape[0], int(counts.max())
+        if counts.numel() * m**3 > n**3 / 2:
+            return None
+        return labels
 
     def posterior_mean_variance(self, X: Tensor) -> tuple[Tensor, Tensor]:
         r"""Latent posterior mean and variance, from one cached Cholesky factor.

@@ -89,12 +89,16 @@ def pairwise_sq_dist(a: Tensor, b: Tensor) -> Tensor:
         [[0.0, 2.0], [2.0, 0.0]]
     """
     if a.shape[-1] <= 4:
-        # Feature dimension first: the reduction runs over the outer axis.
-        A, B = a.movedim(-1, 0), b.movedim(-1, 0)  # D x *b x S x n
-        diff = A.unsqueeze(-1) - B.unsqueeze(-2)
-        # In place only where autograd does not need the differences.
-        diff = diff.square() if diff.requires_grad else diff.mul_(diff)
-        return diff[0] if diff.shape[0] == 1 else diff.sum(0)
+        # Feature by feature, accumulated in one n x m buffer (no D x n x m
+        # temporary; in place only where autograd does not need the values).
+        sq = None
+        for i in range(a.shape[-1]):
+            diff = a[..., i].unsqueeze(-1) - b[..., i].unsqueeze(-2)
+            if diff.requires_grad:
+                sq = diff.square() if sq is None else sq + diff.square()
+            else:
+                sq = diff.mul_(diff) if sq is None else sq.addcmul_(diff, diff)
+        return sq
     # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b, centred for accuracy.
     centre = a.mean(dim=-2, keepdim=True)
     a, b = a - centre, b - centre
@@ -251,9 +255,8 @@ class _SlotParts:
     def row_blocks(self) -> list[slice]:
         if self.a.device.type != "cpu":
             return [slice(0, self.n)]
-        # pairwise_sq_dist holds D differences per pair in low dimensions
-        depth = self.a.shape[-1] if self.a.shape[-1] <= 4 else 1
-        per_row = max(1, self.b.shape[-3] * self.b.shape[-2] * depth)
+        batch = torch.broadcast_shapes(self.a.shape[:-3], self.b.shape[:-3])
+        per_row = max(1, batch.numel() * self.b.shape[-3] * self.b.shape[-2])
         step = max(1, BLOCK_ELEMENTS // per_row)
         return [slice(i, min(i + step, self.n)) for i in range(0, self.n, step)]
 
