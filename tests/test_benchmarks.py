@@ -572,3 +572,35 @@ def test_laplace_draws_vary_the_hyperparameters_and_leave_the_map_fit():
     X = problem.space.sample(4, seed=1).unsqueeze(-2)
     one = LogExpectedImprovement(model, best_f=y.max())(X)
     torch.testing.assert_close(IntegratedLogEI([model, model], y.max())(X), one)
+
+
+def test_scaling_times_a_proposal_and_renders_timeouts():
+    from benchmarks.perf.scaling import measure
+    from benchmarks.perf.tables import scaling
+
+    result = measure("depth3", "treebo", 14, threads=1)
+    assert result["cold"] > 0 and result["warm"] > 0 and "peak_growth_mib" in result
+    record = {
+        "problem": "depth3",
+        "n": 14,
+        "machine": "x86_64 1t",
+        "torch": "2",
+        "date": "2026-11-27",
+        "treebo": result,
+        "flat": {"cold": 2 * result["cold"], "peak_growth_mib": 1.0},
+        "hck": {"timeout": 60.0},
+    }
+    table = scaling([record])
+    assert "> 60" in table and "2.00x" in table
+
+
+def test_the_block_likelihood_equals_the_dense_one(tmp_path):
+    from benchmarks.perf.block_likelihood import main as block_likelihood
+
+    out = tmp_path / "blocks.jsonl"
+    block_likelihood(
+        ["--n", "90", "--branches", "3", "--repeats", "1", "--out", str(out)]
+    )
+    record = json.loads(out.read_text())
+    assert len(record["block_sizes"]) == 3
+    assert record["value_difference"] < 1e-8 and record["gradient_difference"] < 1e-8
