@@ -169,3 +169,28 @@ def test_bktf_on_cuda_equals_cpu_and_runs_in_the_loop():
     assert model.fitted_samples.weights.device.type == "cuda"
     flat, _ = maximize_over_grid(model.fitted_samples, model.grid, SampleUCB(), 0.0)
     assert 0 <= flat < model.grid.numel
+
+
+@cuda
+def test_block_likelihood_on_cuda_equals_cpu():
+    from gpytorch.mlls import ExactMarginalLogLikelihood
+
+    from treebo.add_tree import AddTreeGP
+    from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
+
+    deps = {0: {0: [1, 2], 1: [3, 4], 2: [5]}}
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(40, 6, generator=g, dtype=torch.float64)
+    X[:, 0] = torch.randint(0, 3, (40,), generator=g).to(X)
+    Y = torch.sin(4 * X).sum(-1, keepdim=True)
+    values = []
+    for device in ("cpu", "cuda"):
+        model = AddTreeGP(X.to(device), Y.to(device), deps).to(device)
+        model.train()
+        assert model.covariance_blocks() is not None
+        for mll_class in (CholeskyMarginalLogLikelihood, ExactMarginalLogLikelihood):
+            mll = mll_class(model.likelihood, model)
+            inputs = [model.transform_inputs(x) for x in model.train_inputs]
+            out = model(*model.train_inputs)
+            values.append(float(mll(out, model.train_targets, *inputs).detach()))
+    assert max(values) - min(values) < 1e-8

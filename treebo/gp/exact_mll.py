@@ -121,17 +121,17 @@ def block_log_density(model, labels: Tensor) -> Tensor:
     X = model.transform_inputs(model.train_inputs[0])
     y = model.train_targets
     n = y.shape[-1]
+    labels = labels.to(y.device)
     counts = torch.bincount(labels)
+    B, size = counts.numel(), int(counts.max())
     order = torch.argsort(labels, stable=True)
     starts = counts.cumsum(0) - counts
-    block = torch.repeat_interleave(torch.arange(counts.numel()), counts)
-    within = torch.arange(n) - starts[block]
-    size = int(counts.max())
-    index = torch.zeros(counts.numel(), size, dtype=torch.long)
-    index[block, within] = order.cpu()
-    mask = torch.zeros(counts.numel(), size, dtype=torch.bool)
+    block = torch.repeat_interleave(torch.arange(B, device=y.device), counts)
+    within = torch.arange(n, device=y.device) - starts[block]
+    index = torch.zeros(B, size, dtype=torch.long, device=y.device)  # B x m
+    index[block, within] = order
+    mask = torch.zeros(B, size, dtype=torch.bool, device=y.device)
     mask[block, within] = True
-    index, mask = index.to(y.device), mask.to(y.device)  # B x m
     Xb = X[index]  # pads repeat point 0; their rows are replaced below
     K = model.covar_module(Xb).to_dense()
     noise = model.likelihood.noise
