@@ -240,6 +240,12 @@ TIMINGS = (
         "scaling",
     ),
     (
+        "block_likelihood",
+        "Marginal likelihood block by block (8 root branches, n = 2000)",
+        "python -m benchmarks.perf.block_likelihood",
+        "block_likelihood",
+    ),
+    (
         "flag_scaling",
         "Seconds per proposal against the number of paths",
         "python -m benchmarks.perf.flag_scaling",

@@ -604,3 +604,6 @@ def test_the_block_likelihood_equals_the_dense_one(tmp_path):
     record = json.loads(out.read_text())
     assert len(record["block_sizes"]) == 3
     assert record["value_difference"] < 1e-8 and record["gradient_difference"] < 1e-8
+    from benchmarks.perf.tables import block_likelihood as table
+
+    assert "| 90 | 3 |" in table([record])

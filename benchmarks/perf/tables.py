@@ -78,6 +78,27 @@ def scaling(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def block_likelihood(records: list[dict]) -> str:
+    """Marginal likelihood and gradient, block by block against dense."""
+    lines = [
+        "| n | branches | block sizes | GPyTorch dense s | treebo dense s "
+        "| blocks s | dense / blocks | largest difference (value, gradient) "
+        "| machine, torch, date |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        sizes = r["block_sizes"]
+        lines.append(
+            f"| {r['n']:,} | {r['branches']} | {min(sizes)}-{max(sizes)} "
+            f"| {r['gpytorch_dense']:.2f} | {r['dense']:.2f} | {r['blocks']:.3f} "
+            f"| {r['dense'] / r['blocks']:.1f}x "
+            f"({r['gpytorch_dense'] / r['blocks']:.0f}x GPyTorch's) "
+            f"| {r['value_difference']:.1e}, {r['gradient_difference']:.1e} "
+            f"| {r['machine']}, {r['torch']}, {r['date']} |"
+        )
+    return "\n".join(lines)
+
+
 def fault_injection(records: list[dict]) -> str:
     """Killed runs: evaluations lost or repeated on resumption."""
     by = defaultdict(list)
