@@ -119,10 +119,11 @@ class SlotGram(torch.autograd.Function):
     $$
 
     with $e$ the 0/1 indicator that both points have the same vertex in slot $s$
-    ($i_{sn} = j_{sm}$),
-    $\sigma$ and $c$ that vertex's output scale and constant, and $\tau_s$ the scale
-    of a component shared by the slot's vertices with parameters ($p$, $q$: 0/1
-    indicators that a point has one).
+    ($i_{sn} = j_{sm}$), $\sigma$ and $c$ that vertex's output scale and constant,
+    and $\tau_s$ the scale of a component shared by the slot's vertices with
+    parameters ($p$, $q$: 0/1 indicators that a point has one). The work runs in row
+    blocks ([`BLOCK_ELEMENTS`][treebo.gp.correlation.BLOCK_ELEMENTS]), and the
+    backward pass recomputes the correlations instead of storing them.
 
     Backward: with $g_{snm} = G_{nm} w_{snm} \kappa'(r^2_{snm})$ and $w = e\sigma +
     \tau p q^\top$, the input gradients are $2(a_{sn} \sum_m g_{snm} - \sum_m g_{snm}
@@ -170,9 +171,10 @@ class SlotGram(torch.autograd.Function):
                     terms, same_r, parts.rows(offset, rows, 1)[..., None]
                 )
             block = terms.sum(-3)
-            if out is None:
-                out = block.new_empty(*block.shape[:-2], parts.n, block.shape[-1])
-            out[..., rows, :] = block
+            if rows.stop - rows.start == parts.n:
+                out = block
+            else:
+                out = _rows_into(out, block, rows, parts.n, -2)
         ctx.save_for_backward(a, b, ids_a, ids_b, scale, offset, tau, p, q)
         ctx.base_kernel = base_kernel
         return out
@@ -184,9 +186,14 @@ class SlotGram(torch.autograd.Function):
             a, b, ids_a, ids_b, scale, offset, tau, p, q, ctx.base_kernel
         )
         # Inputs: a, b, ids_a, ids_b, scale, offset, tau, p, q, base_kernel.
-        need_a, need_b, _, _, need_scale, need_offset, need_tau = ctx.needs_input_grad[
-            :7
-        ]
+        needs = ctx.needs_input_grad
+        need_a, need_b, need_scale, need_offset, need_tau = (
+            needs[0],
+            needs[1],
+            needs[4],
+            needs[5],
+            needs[6],
+        )
         grad_a = grad_b = grad_scale = grad_offset = grad_tau = None
         for rows in parts.row_blocks():
             k, dk, weight, same_r = parts.block(rows, derivative=need_a or need_b)
@@ -308,7 +315,7 @@ def _rows_into(
     if full is None:
         shape = list(block.shape)
         shape[axis] = n
-        full = block.new_zeros(shape)
+        full = block.new_empty(shape)  # every row is written
     index = (Ellipsis, rows) + (slice(None),) * (-axis - 1)
     full[index] = block
     return full
