@@ -41,8 +41,16 @@ def test_correlations_match_their_closed_forms_and_gradients():
 
 
 @pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
-@pytest.mark.parametrize("parts", ["scales", "offsets", "shared", "all"])
-@pytest.mark.parametrize("block_elements", [2**20, 7])  # one block, one row each
+@pytest.mark.parametrize(
+    "parts, block_elements",  # one block, or one row per block
+    [
+        ("scales", 2**20),
+        ("offsets", 2**20),
+        ("shared", 2**20),
+        ("all", 2**20),
+        ("all", 7),
+    ],
+)
 def test_the_slot_gram_is_the_weighted_sum_of_slot_correlations(
     base_kernel, parts, block_elements, monkeypatch
 ):
