@@ -7,7 +7,8 @@ their initial values, as the peers always are) and the next ``ask()`` after its 
 is told ("warm", what the loop does), a flattened ``SingleTaskGP`` fitted by BoTorch +
 LogEI over the paths, and ``HierarchicalConditionalKernelGP`` + LogEI. Each measurement
 runs in a fresh process, which reports its peak resident memory above what it held
-before the proposal; one past ``--timeout`` seconds is recorded as such.
+before the proposal; one past ``--timeout`` seconds, or one that fails, is recorded as
+such.
 
 Problems: the Jenatton space (P1(a)) for ``--n``, and generalized Jenatton trees
 (balanced, depth 3, 6 and 8: 7, 63 and 255 internal vertices) at ``--tree-n``.
@@ -111,6 +112,9 @@ def run_child(problem: str, method: str, n: int, threads: int, timeout: float) -
         )
     except subprocess.TimeoutExpired:
         return {"timeout": timeout}
+    except subprocess.CalledProcessError as err:  # recorded; the others go on
+        lines = (err.stderr or "").strip().splitlines() or [f"exit {err.returncode}"]
+        return {"error": lines[-1]}
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

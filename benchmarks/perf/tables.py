@@ -57,6 +57,8 @@ def scaling(records: list[dict]) -> str:
             return "-"
         if "timeout" in entry:
             return f"> {entry['timeout']:.0f}"
+        if "error" in entry:
+            return "failed"
         return f"{entry[key]:.1f} ({entry['peak_growth_mib']:.0f} MiB)"
 
     lines = [
