@@ -112,13 +112,15 @@ def block_log_density(model, labels: Tensor) -> Tensor:
     from the diagonal blocks of $K$ (the module docstring).
 
     Args:
-        model: An exact GP with one output and no batch shape, in train mode.
+        model: An exact GP with one output and no batch shape.
         labels: ``n`` block labels ``0 .. B - 1``.
 
     Returns:
         A 0-dimensional tensor.
     """
-    X = model.transform_inputs(model.train_inputs[0])
+    X = model.train_inputs[0]
+    if model.training:  # BoTorch keeps them untransformed in train mode
+        X = model.transform_inputs(X)
     y = model.train_targets
     n = y.shape[-1]
     labels = labels.to(y.device)
