@@ -37,6 +37,7 @@ import math
 from typing import Protocol, runtime_checkable
 
 import torch
+from botorch.models import SingleTaskGP
 from gpytorch import settings
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.mlls import ExactMarginalLogLikelihood
@@ -107,12 +108,13 @@ class BlockDiagonalCovariance(Protocol):
         different labels do not covary), or ``None`` where blocks would not pay."""
 
 
-def block_log_density(model, labels: Tensor) -> Tensor:
+def block_log_density(model: SingleTaskGP, labels: Tensor) -> Tensor:
     r"""$\log \mathcal N(y; \mu, K)$ of a single-batch exact GP's training targets,
     from the diagonal blocks of $K$ (the module docstring).
 
     Args:
-        model: An exact GP with one output and no batch shape.
+        model: An exact GP with one output and no batch shape (a ``SingleTaskGP``
+            or subclass, e.g. an Add-Tree GP).
         labels: ``n`` block labels ``0 .. B - 1``.
 
     Returns:
