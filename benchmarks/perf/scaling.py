@@ -69,7 +69,7 @@ def measure(problem_name: str, method: str, n: int, threads: int) -> dict:
     result: dict = {}
     if method == "treebo":
         for size, seed in ((12, 1), (n, 0)):  # the first loads what a proposal uses
-            opt = TreeOptimizer(space, seed=seed)
+            opt = TreeOptimizer(space, seed=seed, n_initial=5 if size < n else None)
             for config, value in zip(configs[:size], values[:size], strict=True):
                 opt.tell(config, value)
             if size < n:
