@@ -25,6 +25,8 @@ A record (one JSON object per line):
 from __future__ import annotations
 
 import json
+import logging
+import math
 import platform
 import time
 from collections.abc import Callable, Iterable
@@ -63,7 +65,12 @@ def run(
 
     def recorded(params: dict) -> float:
         evaluated.append(dict(params))
-        return objective(params)
+        try:
+            return objective(params)
+        except Exception as err:  # e.g. an MLP whose weights diverge
+            # A failed evaluation, the same for every method: the worst value.
+            logging.getLogger(__name__).warning("evaluation failed: %s", err)
+            return math.inf
 
     problem.objective = recorded
     design = initial_design(problem.space, default_initial_size(problem.space), seed)

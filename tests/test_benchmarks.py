@@ -607,3 +607,24 @@ def test_the_block_likelihood_equals_the_dense_one(tmp_path):
     from benchmarks.perf.tables import block_likelihood as table
 
     assert "| 90 | 3 |" in table([record])
+
+
+def test_a_failed_evaluation_is_the_worst_value_and_the_run_goes_on(
+    tmp_path, monkeypatch
+):
+    from benchmarks import harness
+    from benchmarks.problems import make_problem
+
+    problem = make_problem("p1a")
+    calls = []
+
+    def failing_once(params):
+        calls.append(params)
+        if len(calls) == 3:
+            raise ValueError("diverged")
+        return 1.0
+
+    problem.objective = failing_once
+    monkeypatch.setattr(harness, "make_problem", lambda name: problem)
+    record = harness.run("p1a", "random", seed=0, budget=6)
+    assert record["values"][2] == float("inf") and len(record["values"]) == 6

@@ -98,9 +98,7 @@ class RealTask:
 
     def objective(self, config: dict[str, Any]) -> float:
         """The mean cross-validated loss of the configuration (the error
-        where the scorer is accuracy, else the negated score). A fold whose fit
-        fails (an MLP whose weights diverge) scores an accuracy of 0, so every
-        method sees the same worst value there."""
+        where the scorer is accuracy, else the negated score)."""
         from sklearn.model_selection import cross_val_score
 
         config = self.space.validate(config)
@@ -113,7 +111,7 @@ class RealTask:
                 cv=self.splits(),
                 scoring=self.scoring,
                 n_jobs=1,
-                error_score=0.0 if self.scoring == "accuracy" else "raise",
+                error_score="raise",
             )
         if self.scoring == "accuracy":
             return float(1.0 - np.mean(scores))  # the error
