@@ -16,7 +16,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from pathlib import Path
 import torch
 from botorch.test_functions.synthetic import Griewank
 
+from benchmarks.perf import append_record
 from treebo.bktf import BKTF, Grid, SampleEI, SampleUCB, maximize_over_grid
 
 RECORDS = Path(__file__).parent / "records" / "bktf_iteration.jsonl"
@@ -92,10 +92,7 @@ def main() -> None:
                 "date": time.strftime("%Y-%m-%d"),
                 "torch": torch.__version__,
             }
-            print(json.dumps(record), flush=True)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            with open(args.out, "a") as fh:
-                fh.write(json.dumps(record) + "\n")
+            append_record(args.out, record)
 
 
 if __name__ == "__main__":

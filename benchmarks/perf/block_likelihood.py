@@ -18,7 +18,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 import torch
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
+from benchmarks.perf import append_record
 from treebo.add_tree import AddTreeGP
 from treebo.gp import noise_floor_likelihood
 from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
@@ -112,10 +112,7 @@ def main(argv: list[str] | None = None) -> None:
         "torch": torch.__version__,
         "date": time.strftime("%Y-%m-%d"),
     }
-    print(json.dumps(record), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with open(args.out, "a") as fh:
-        fh.write(json.dumps(record) + "\n")
+    append_record(args.out, record)
 
 
 if __name__ == "__main__":

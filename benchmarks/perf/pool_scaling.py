@@ -15,7 +15,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import resource
 import time
@@ -28,6 +27,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
+from benchmarks.perf import append_record
 from benchmarks.problems.hpob import svm_space
 from treebo import TreeOptimizer
 from treebo.optim.pool import optimize_acqf_pool
@@ -83,10 +83,7 @@ def main(argv: list[str] | None = None) -> None:
             "machine": f"{platform.machine()} {torch.get_num_threads()}t",
             "date": time.strftime("%Y-%m-%d"),
         }
-        print(json.dumps(record), flush=True)
-        RECORDS.parent.mkdir(parents=True, exist_ok=True)
-        with open(RECORDS, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
+        append_record(RECORDS, record)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import torch
 
+from benchmarks.perf import append_record
+
 RECORDS = Path(__file__).parent / "records" / "scaling.jsonl"
 METHODS = ("treebo", "flat", "hck")
 PEERS = {"flat": "flat_logei", "hck": "hck_logei"}
@@ -148,10 +150,7 @@ def main(argv: list[str] | None = None) -> None:
         }
         for method in args.methods:
             record[method] = run_child(problem, method, n, args.threads, args.timeout)
-        print(json.dumps(record), flush=True)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        with open(args.out, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
+        append_record(args.out, record)
 
 
 if __name__ == "__main__":

@@ -66,20 +66,24 @@ def value_and_gradients(mll_class, model):
     return value.detach(), grads
 
 
-def check_against_dense(model, expect_blocks: bool):
+def differences_from_dense(model) -> tuple[float, float]:
+    """The marginal likelihood's absolute difference from GPyTorch's dense
+    computation, and its gradients' largest excess over a relative tolerance of
+    1e-8, away from the initial hyper-parameters."""
     torch.manual_seed(0)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "noise" not in name:
                 p.add_(0.3 * torch.randn_like(p))
     model.train()
-    assert (model.covariance_blocks() is not None) == expect_blocks
     reference, ref_grads = value_and_gradients(ExactMarginalLogLikelihood, model)
     value, grads = value_and_gradients(CholeskyMarginalLogLikelihood, model)
-    torch.testing.assert_close(value, reference, rtol=1e-10, atol=1e-10)
-    assert grads.keys() == ref_grads.keys()
-    for name in grads:
-        torch.testing.assert_close(grads[name], ref_grads[name], rtol=1e-8, atol=1e-10)
+    assert grads.keys() == ref_grads.keys() and grads
+    gradient = max(
+        float(((grads[k] - ref_grads[k]).abs() - 1e-8 * ref_grads[k].abs()).max())
+        for k in grads
+    )
+    return float((value - reference).abs()), gradient
 
 
 @pytest.mark.parametrize(
@@ -103,7 +107,10 @@ def test_block_likelihood_equals_the_dense_one(options, expect_blocks, known_noi
         else {"likelihood": noise_floor_likelihood(1e-4)}
     )
     model = AddTreeGP(X, Y, deps, **noise, **options)
-    check_against_dense(model, expect_blocks)
+    model.train()
+    assert (model.covariance_blocks() is not None) == expect_blocks
+    value, gradient = differences_from_dense(model)
+    assert value < 1e-10 and gradient < 1e-10
 
 
 def test_random_trees_agree_whether_or_not_they_have_blocks(tree_case):
@@ -111,8 +118,8 @@ def test_random_trees_agree_whether_or_not_they_have_blocks(tree_case):
     X = random_points(d, deps, 40, seed=2)
     Y = torch.cos(3 * X).sum(-1, keepdim=True)
     model = AddTreeGP(X, Y, deps, likelihood=noise_floor_likelihood(1e-4))
-    model.train()
-    check_against_dense(model, model.covariance_blocks() is not None)
+    value, gradient = differences_from_dense(model)
+    assert value < 1e-10 and gradient < 1e-10
 
 
 def test_batched_data_and_lopsided_blocks_use_the_dense_path():
