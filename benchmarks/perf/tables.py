@@ -85,18 +85,25 @@ def block_likelihood(records: list[dict]) -> str:
     lines = [
         "| n | branches | block sizes | GPyTorch dense s | treebo dense s "
         "| blocks s | dense / blocks | largest difference (value, gradient) "
+        "| posterior's factor, dense / blocks s (difference) "
         "| machine, torch, date |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         sizes = r["block_sizes"]
+        posterior = "not measured"
+        if "posterior_blocks" in r:
+            posterior = (
+                f"{r['posterior_dense']:.3f} / {r['posterior_blocks']:.3f} "
+                f"({r['posterior_difference']:.1e})"
+            )
         lines.append(
             f"| {r['n']:,} | {r['branches']} | {min(sizes)}-{max(sizes)} "
             f"| {r['gpytorch_dense']:.2f} | {r['dense']:.2f} | {r['blocks']:.3f} "
             f"| {r['dense'] / r['blocks']:.1f}x "
             f"({r['gpytorch_dense'] / r['blocks']:.0f}x GPyTorch's) "
             f"| {r['value_difference']:.1e}, {r['gradient_difference']:.1e} "
-            f"| {r['machine']}, {r['torch']}, {r['date']} |"
+            f"| {posterior} | {r['machine']}, {r['torch']}, {r['date']} |"
         )
     return "\n".join(lines)
 

@@ -132,3 +132,61 @@ def test_batched_data_and_lopsided_blocks_use_the_dense_path():
     X[0, 0] = 1.0
     lopsided = AddTreeGP(X, Y, deps)
     assert lopsided.covariance_blocks() is None
+
+
+def posterior_differences(model: AddTreeGP, seed: int) -> dict[str, float]:
+    """Largest differences of the posterior (mean and variance at single points,
+    every vertex's moments) between the block and the dense solve."""
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "noise" not in name:
+                p.add_(0.3 * torch.randn_like(p))
+    d = model.train_inputs[0].shape[-1]
+    deps = model.hierarchical_dependencies
+    Xq = random_points(d, deps, 25, seed=seed + 100).unsqueeze(-2)
+    model.eval()
+    with torch.no_grad():
+        block = model.posterior(Xq), model.vertex_posterior(Xq.squeeze(-2))
+        model.covariance_blocks = lambda: None  # the dense path, same model
+        model.train().eval()
+        dense = model.posterior(Xq), model.vertex_posterior(Xq.squeeze(-2))
+    return {
+        "mean": float((block[0].mean - dense[0].mean).abs().max()),
+        "variance": float((block[0].variance - dense[0].variance).abs().max()),
+        "vertex mean": float((block[1].mean - dense[1].mean).abs().max()),
+        "vertex variance": float((block[1].variance - dense[1].variance).abs().max()),
+    }
+
+
+@pytest.mark.parametrize("known_noise", [False, True])
+def test_block_posterior_equals_the_dense_one(known_noise):
+    d, deps = branchy_tree()
+    X = random_points(d, deps, 60, seed=4)
+    Y = torch.sin(5 * X).sum(-1, keepdim=True)
+    noise = (
+        {"train_Yvar": torch.full_like(Y, 1e-3)}
+        if known_noise
+        else {"likelihood": noise_floor_likelihood(1e-4)}
+    )
+    model = AddTreeGP(X, Y, deps, **noise).eval()
+    labels = model.covariance_blocks()
+    assert labels is not None and int(labels.max()) >= 2  # three branches
+    # The block cache holds the points block after block, in a block-diagonal L.
+    cache = model.solve_cache()
+    assert not torch.equal(cache["X"], model.train_inputs[0])
+    sorted_labels = torch.sort(labels, stable=True).values
+    across = sorted_labels.unsqueeze(0) != sorted_labels.unsqueeze(1)
+    assert bool((cache["L"][across] == 0).all())
+    assert torch.equal(cache["L"], cache["L"].tril())
+    differences = posterior_differences(model, seed=5)
+    assert max(differences.values()) < 1e-8, differences
+
+
+def test_random_trees_posteriors_agree_whether_or_not_they_have_blocks(tree_case):
+    d, deps = tree_case
+    X = random_points(d, deps, 40, seed=6)
+    Y = torch.cos(3 * X).sum(-1, keepdim=True)
+    model = AddTreeGP(X, Y, deps, likelihood=noise_floor_likelihood(1e-4))
+    differences = posterior_differences(model, seed=7)
+    assert max(differences.values()) < 1e-8, differences

@@ -12,6 +12,13 @@ $$
 
 with $c$ the constant mean, and for a component $k_G$, $\mu_G(x) = k_G(x, X)\alpha$ and
 $\sigma^2_G(x) = k_G(x, x) - \lVert L^{-1} k_G(X, x) \rVert^2$.
+
+For a model whose training covariance is block diagonal
+([`BlockDiagonalCovariance`][treebo.gp.exact_mll.BlockDiagonalCovariance]), the
+training points are put block after block and $L$ is factored block by block, as one
+padded batch: $\sum_b n_b^3$ instead of $n^3$. $L$ is then block diagonal (and lower
+triangular), and the posterior is the dense computation's in another order of the
+training points.
 """
 
 from __future__ import annotations
@@ -21,6 +28,12 @@ from typing import Any
 import torch
 from botorch.models.transforms.outcome import Standardize
 from torch import Tensor
+
+from treebo.gp.exact_mll import (
+    BlockDiagonalCovariance,
+    padded_block_system,
+    padded_blocks,
+)
 
 
 class CachedSolveMixin:
@@ -44,19 +57,43 @@ class CachedSolveMixin:
         if self._cached_solve is not None and not self.training:
             return self._cached_solve
         X = self.train_inputs[0]
-        y = self.train_targets  # *b x n (m = 1)
-        K = self.covar_module(X).to_dense()
-        noise = self.likelihood.noise
-        if noise.shape[-1] != K.shape[-1]:
-            noise = noise.expand(*noise.shape[:-1], K.shape[-1])
-        L = torch.linalg.cholesky(K + torch.diag_embed(noise))
-        mean = self.mean_module(X)
-        alpha = torch.cholesky_solve((y - mean).unsqueeze(-1), L).squeeze(-1)
-        cache = {"X": X, "L": L, "alpha": alpha, "constant": mean[..., 0]}
+        labels = None
+        if isinstance(self, BlockDiagonalCovariance):
+            labels = self.covariance_blocks()
+        if labels is None:
+            y = self.train_targets  # *b x n (m = 1)
+            K = self.covar_module(X).to_dense()
+            noise = self.likelihood.noise
+            if noise.shape[-1] != K.shape[-1]:
+                noise = noise.expand(*noise.shape[:-1], K.shape[-1])
+            L = torch.linalg.cholesky(K + torch.diag_embed(noise))
+            mean = self.mean_module(X)
+            alpha = torch.cholesky_solve((y - mean).unsqueeze(-1), L).squeeze(-1)
+            cache = {"X": X, "L": L, "alpha": alpha, "constant": mean[..., 0]}
+        else:
+            cache = self._block_solve(X, labels.to(X.device))
         if not self.training:
             cache = {k: v.detach() for k, v in cache.items()}
             self._cached_solve = cache
         return cache
+
+    def _block_solve(self, X: Tensor, labels: Tensor) -> dict[str, Tensor]:
+        """The cache with the training points block after block (module docstring)."""
+        index, mask = padded_blocks(labels)
+        K, residual = padded_block_system(self, X, index, mask)
+        L_blocks = torch.linalg.cholesky(K)  # B x m x m
+        alpha = torch.cholesky_solve(residual.unsqueeze(-1), L_blocks).squeeze(-1)
+        n = labels.shape[-1]
+        position = torch.zeros_like(index)
+        position[mask] = torch.arange(n, device=X.device)
+        pair = mask.unsqueeze(-1) & mask.unsqueeze(-2)
+        rows = position.unsqueeze(-1).expand_as(pair)[pair]
+        cols = position.unsqueeze(-2).expand_as(pair)[pair]
+        L = X.new_zeros(n, n).index_put((rows, cols), L_blocks[pair])
+        order = index[mask]
+        X = X[order]
+        constant = self.mean_module(X)[..., 0]
+        return {"X": X, "L": L, "alpha": alpha[mask], "constant": constant}
 
     def outcome_scale(self) -> tuple[Tensor, Tensor] | None:
         """``(std, loc)`` of the Standardize outcome transform, if there is one."""

@@ -108,6 +108,64 @@ class BlockDiagonalCovariance(Protocol):
         different labels do not covary), or ``None`` where blocks would not pay."""
 
 
+def padded_blocks(labels: Tensor) -> tuple[Tensor, Tensor]:
+    """The points of each block, padded to the largest block.
+
+    Args:
+        labels: ``n`` block labels ``0 .. B - 1``.
+
+    Returns:
+        ``(index, mask)``, each ``B x m`` (``m`` the largest block's size): the
+        points of block ``b`` in their order, then pads (point 0), and which
+        entries are points. ``index[mask]`` lists the points block after block.
+
+    Example:
+        >>> index, mask = padded_blocks(torch.tensor([1, 0, 1, 1]))
+        >>> index.tolist(), mask.tolist()
+        ([[1, 0, 0], [0, 2, 3]], [[True, False, False], [True, True, True]])
+    """
+    n = labels.shape[-1]
+    counts = torch.bincount(labels)
+    B, size = counts.numel(), int(counts.max())
+    order = torch.argsort(labels, stable=True)
+    starts = counts.cumsum(0) - counts
+    block = torch.repeat_interleave(torch.arange(B, device=labels.device), counts)
+    within = torch.arange(n, device=labels.device) - starts[block]
+    index = torch.zeros(B, size, dtype=torch.long, device=labels.device)
+    index[block, within] = order
+    mask = torch.zeros(B, size, dtype=torch.bool, device=labels.device)
+    mask[block, within] = True
+    return index, mask
+
+
+def padded_block_system(
+    model: SingleTaskGP, X: Tensor, index: Tensor, mask: Tensor
+) -> tuple[Tensor, Tensor]:
+    """The training covariance's diagonal blocks and the residuals, padded.
+
+    Args:
+        model: An exact GP with one output and no batch shape.
+        X: ``n x d`` training inputs as the kernel sees them (transformed).
+        index, mask: ``B x m`` from
+            [`padded_blocks()`][treebo.gp.exact_mll.padded_blocks].
+
+    Returns:
+        ``(K, r)``: ``B x m x m`` blocks of the kernel matrix plus the noise, with
+        unit variance and no covariance on pads, and ``B x m`` residuals
+        ``y - mu`` (zero on pads).
+    """
+    y = model.train_targets
+    n = y.shape[-1]
+    Xb = X[index]  # the kernel on the blocks' pairs only
+    K = model.covar_module(Xb).to_dense()
+    noise = model.likelihood.noise
+    noise = noise[..., index] if noise.shape[-1] == n else noise.expand(*mask.shape)
+    pair = mask.unsqueeze(-1) & mask.unsqueeze(-2)
+    K = torch.where(pair, K, 0.0) + torch.diag_embed(torch.where(mask, noise, 1.0))
+    residual = torch.where(mask, y[index] - model.mean_module(Xb), 0.0)
+    return K, residual
+
+
 def block_log_density(model: SingleTaskGP, labels: Tensor) -> Tensor:
     r"""$\log \mathcal N(y; \mu, K)$ of a single-batch exact GP's training targets,
     from the diagonal blocks of $K$ (the module docstring).
@@ -123,27 +181,9 @@ def block_log_density(model: SingleTaskGP, labels: Tensor) -> Tensor:
     X = model.train_inputs[0]
     if model.training:  # BoTorch keeps them untransformed in train mode
         X = model.transform_inputs(X)
-    y = model.train_targets
-    n = y.shape[-1]
-    labels = labels.to(y.device)
-    counts = torch.bincount(labels)
-    B, size = counts.numel(), int(counts.max())
-    order = torch.argsort(labels, stable=True)
-    starts = counts.cumsum(0) - counts
-    block = torch.repeat_interleave(torch.arange(B, device=y.device), counts)
-    within = torch.arange(n, device=y.device) - starts[block]
-    index = torch.zeros(B, size, dtype=torch.long, device=y.device)  # B x m
-    index[block, within] = order
-    mask = torch.zeros(B, size, dtype=torch.bool, device=y.device)
-    mask[block, within] = True
-    Xb = X[index]  # pads repeat point 0; their rows are replaced below
-    K = model.covar_module(Xb).to_dense()
-    noise = model.likelihood.noise
-    noise = noise[..., index] if noise.shape[-1] == n else noise.expand(*mask.shape)
-    pair = mask.unsqueeze(-1) & mask.unsqueeze(-2)
-    K = torch.where(pair, K, 0.0) + torch.diag_embed(torch.where(mask, noise, 1.0))
-    residual = torch.where(mask, y[index] - model.mean_module(Xb), 0.0)
-    pads = mask.numel() - n
+    index, mask = padded_blocks(labels.to(X.device))
+    K, residual = padded_block_system(model, X, index, mask)
+    pads = mask.numel() - int(mask.sum())
     log_density = gaussian_log_density(residual, K).sum(-1)
     return log_density + 0.5 * pads * math.log(2.0 * math.pi)
 
