@@ -21,6 +21,8 @@
 ``treebo_inherit_eps``   ``treebo_inherit_only``, likewise
 ``treebo_plain``         the default loop on Definition 4's kernel (nothing shared
                          by depth, no offsets, no shared components)
+``treebo_cold_alt``      the default loop, each alternative kernel's first fit
+                         from its defaults (not from the main fit)
 =======================  =======================================================
 
 A benchmark of a variant that is not a preset builds its own
@@ -48,6 +50,17 @@ from treebo.treed import TreedOptions, TreedStrategy
 
 from .exploration import EpsilonGreedy
 
+
+class ColdAlternatives(AddTreeStrategy):
+    """The default loop whose alternative kernels start their first fit from their
+    defaults instead of the main fit's hyper-parameters (as before 2026-11-27)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for fitter in self.alternative_fitters:
+            fitter.state = {}  # not None: no nested start; empty: the defaults
+
+
 #: ``{name: () -> strategy}``: what ``TreeOptimizer(strategy=...)`` takes (a name or
 #: a fresh Strategy).
 PRESETS: dict[str, Callable[[], Any]] = {
@@ -74,6 +87,8 @@ PRESETS: dict[str, Callable[[], Any]] = {
     "treebo_ls_vertex": lambda: AddTreeStrategy(
         AddTreeOptions(kernel=replace(LOOP_KERNEL_OPTIONS, share_lengthscales="none"))
     ),
+    # Issue 54's check: each alternative kernel's first fit from its defaults.
+    "treebo_cold_alt": lambda: ColdAlternatives(),
     "jenatton_tree": lambda: "jenatton_tree",
     "jenatton_tree_nonlinear": lambda: "jenatton_tree_nonlinear",
     "independent": lambda: "independent",
