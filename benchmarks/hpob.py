@@ -23,6 +23,11 @@ Published means over the same 26 tasks (HPO-B's result files), at 25 / 50 /
 Usage::
 
     python -m benchmarks.hpob --methods treebo random flat_gp --seeds 0 1 2 3 4
+
+``--lockstep`` runs every missing run at once with
+:func:`treebo.gp.lockstep.run_in_lockstep` (the fits of runs on the same space
+batched; the same rows as one by one): a record's ``wall_seconds`` is then the time
+from the batch's start to the run's end, and ``lockstep_runs`` the batch's size.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from treebo import TreeOptimizer
+from treebo.gp.lockstep import run_in_lockstep
 from treebo.optim.pool import optimize_acqf_pool
 
 from .harness import load_records, stamp
@@ -271,6 +277,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--budget", type=int, default=N_INITIAL + 100)
     parser.add_argument("--tasks", nargs="+", default=None, help="space_dataset")
     parser.add_argument("--out", type=Path, default=RECORDS)
+    parser.add_argument(
+        "--lockstep", action="store_true", help="run the missing runs at once"
+    )
     args = parser.parse_args(argv)
     tasks = [
         (s, d) for s, d in TEST_TASKS if args.tasks is None or f"{s}_{d}" in args.tasks
@@ -278,22 +287,42 @@ def main(argv: list[str] | None = None) -> None:
     done = {(r["problem"], r["method"], r["seed"]) for r in load_records([args.out])}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     loaded: dict[tuple[str, str], HPOBTask] = {}
+    jobs = []
     for seed in args.seeds:
-        for space_id, dataset_id in tasks:
+        for key in tasks:
             for method in args.methods:
-                if (f"hpob_{space_id}_{dataset_id}", method, seed) in done:
+                if (f"hpob_{key[0]}_{key[1]}", method, seed) in done:
                     continue
-                key = (space_id, dataset_id)
                 task = loaded.get(key) or loaded.setdefault(key, HPOBTask(*key))
-                record = run(task, method, seed, args.budget)
-                with open(args.out, "a") as fh:
-                    fh.write(json.dumps(record) + "\n")
-                final = normalized_regret(record)[-1]
+                jobs.append((task, method, seed))
+
+    def job(task: HPOBTask, method: str, seed: int) -> None:
+        record = run(task, method, seed, args.budget)
+        if args.lockstep:
+            record["lockstep_runs"] = len(jobs)
+        with open(args.out, "a") as fh:
+            fh.write(json.dumps(record) + "\n")
+        final = normalized_regret(record)[-1]
+        print(
+            f"{record['problem']} {method} seed={seed} final regret "
+            f"{final:.4f} {record['wall_seconds']:.0f}s",
+            flush=True,
+        )
+
+    if args.lockstep:
+        functions = [lambda j=j: job(*j) for j in jobs]
+        for (task, method, seed), outcome in zip(
+            jobs, run_in_lockstep(functions, return_exceptions=True), strict=True
+        ):
+            if isinstance(outcome, BaseException):
                 print(
-                    f"{record['problem']} {method} seed={seed} final regret "
-                    f"{final:.4f} {record['wall_seconds']:.0f}s",
+                    f"{task.space_id}_{task.dataset_id} {method} seed={seed} "
+                    f"failed: {outcome!r}",
                     flush=True,
                 )
+    else:
+        for j in jobs:
+            job(*j)
     print("\n".join(table(load_records([args.out]))))
 
 

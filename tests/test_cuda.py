@@ -194,3 +194,39 @@ def test_block_likelihood_on_cuda_equals_cpu():
             out = model(*model.train_inputs)
             values.append(float(mll(out, model.train_targets, *inputs).detach()))
     assert max(values) - min(values) < 1e-8
+
+
+@cuda
+def test_runs_in_lockstep_on_cuda_equal_the_runs_one_by_one():
+    from treebo import TreeOptimizer
+    from treebo.add_tree import AddTreeStrategy
+    from treebo.gp.lockstep import Lockstep
+
+    problem = Jenatton()
+
+    def run(seed: int) -> list[float]:
+        strategy = AddTreeStrategy(device="cuda")
+        opt = TreeOptimizer(problem.space, seed=seed, n_initial=4, strategy=strategy)
+        values = []
+        for _ in range(8):
+            params = opt.ask()
+            values.append(problem.objective(params))
+            opt.tell(params, values[-1])
+        return values
+
+    state = torch.get_rng_state()
+    alone = []
+    for seed in range(3):
+        torch.set_rng_state(state)
+        alone.append(run(seed))
+    torch.set_rng_state(state)
+    lockstep = Lockstep([lambda s=s: run(s) for s in range(3)])
+    outcomes = lockstep.run()
+    assert [error for _, error in outcomes] == [None] * 3
+    assert lockstep.evaluations > 0
+    torch.testing.assert_close(
+        torch.tensor([values for values, _ in outcomes]),
+        torch.tensor(alone),
+        rtol=1e-6,
+        atol=1e-8,
+    )

@@ -85,3 +85,19 @@ def test_a_short_run_evaluates_distinct_pool_rows_from_the_shared_start():
         assert record["values"] == [float(task.accuracy[i]) for i in record["rows"]]
     lines = hpob.table(list(runs.values()), checkpoints=(1, 3))
     assert lines[2].startswith("| random (1 tasks) | 1 |")
+
+
+def test_lockstep_runs_write_the_rows_of_the_runs_one_by_one(tmp_path):
+    tasks = ["5906_3918", "5906_9971"]
+    common = ["--methods", "treebo", "--seeds", "0", "1", "--budget", "8", "--tasks"]
+    hpob.main([*common, *tasks, "--out", str(tmp_path / "alone.jsonl")])
+    hpob.main([*common, *tasks, "--out", str(tmp_path / "batch.jsonl"), "--lockstep"])
+
+    def rows(name: str) -> dict:
+        records = hpob.load_records([tmp_path / name])
+        return {(r["problem"], r["seed"]): r for r in records}
+
+    alone, batch = rows("alone.jsonl"), rows("batch.jsonl")
+    assert len(alone) == 4 and alone.keys() == batch.keys()
+    assert all(batch[k]["rows"] == alone[k]["rows"] for k in alone)
+    assert {r["lockstep_runs"] for r in batch.values()} == {4}

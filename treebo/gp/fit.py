@@ -35,6 +35,7 @@ from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
+from treebo.gp.lockstep import current_lockstep
 
 FIT_CRITERIA = ("mll", "loo")
 
@@ -122,7 +123,10 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
             predictions far from the data can drift.
         **fit_kwargs: Passed to `botorch.fit.fit_gpytorch_mll()` (e.g.
             ``optimizer_kwargs``); its retries with fresh draws from the priors apply to
-            both criteria.
+            both criteria. Inside
+            [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep] the marginal
+            likelihood's evaluations are batched with the other runs' (its
+            ``closure``).
 
     Returns:
         The fitted model, in eval mode.
@@ -133,6 +137,10 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
         objective = LeaveOneOutPseudoLikelihood(model.likelihood, model)
     else:
         objective = CholeskyMarginalLogLikelihood(model.likelihood, model)
+    lockstep = current_lockstep()
+    if lockstep is not None and "closure" not in fit_kwargs:
+        lockstep.start_fit(model)
+        fit_kwargs = {**fit_kwargs, "closure": lockstep.closure(objective)}
     fit_gpytorch_mll(objective, **fit_kwargs)
     return model.eval()
 

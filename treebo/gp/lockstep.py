@@ -1,0 +1,484 @@
+r"""Many BO runs at once: their model fits evaluated as batched models.
+
+An experiment of many independent runs (seeds, tasks that share a search space,
+variants of a method) spends most of its time fitting hyper-parameters, and at a few
+dozen points one evaluation of the marginal likelihood and its gradient is mostly
+Python and dispatch overhead, about the same whether the kernel matrix holds one
+run's points or thirty runs'. [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep]
+runs each function in its own thread, one thread at a time, and switches only where a
+fit starts (a run waits there until no other run is inside a fit or at an earlier
+stage of its run, so the runs' fits at the same stage start together) and where a fit
+asks for the marginal likelihood. Once every run has
+asked (or waits, or ended), the
+requests of models with the same [`fingerprint()`][treebo.gp.lockstep.fingerprint]
+and number of points are evaluated as one model with a batch dimension, the runs'
+hyper-parameters and data stacked along it, and each run receives its own value and
+gradient:
+
+$$
+\mathcal L(\theta_1, \dots, \theta_R) = \sum_r \log p(y_r \mid X_r, \theta_r),
+\qquad
+\frac{\partial \mathcal L}{\partial \theta_r}
+= \frac{\partial \log p(y_r \mid X_r, \theta_r)}{\partial \theta_r}.
+$$
+
+Each run keeps its own optimizer (BoTorch's L-BFGS-B through
+[`fit_model()`][treebo.gp.fit.fit_model]), so it follows the path it would follow
+alone: the results equal the one-by-one runs' up to the last bits of the batched
+arithmetic. Each run sees its own warnings filters and its own global random state
+(both started from the caller's), so BoTorch's retries behave as in a run alone. A
+batched evaluation that fails or warns (a Cholesky factor that needs jitter) is not
+used: each run in it evaluates its own model instead. Everything else (the
+acquisition, the loop's bookkeeping) runs in each run's thread, one run at a time.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+from botorch.optim.closures import get_loss_closure_with_grads
+from botorch.optim.utils import get_parameters
+from gpytorch.mlls import ExactMarginalLogLikelihood
+from torch import Tensor
+
+from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
+
+T = TypeVar("T")
+
+#: The objectives whose evaluations are batched (others evaluate one by one).
+BATCHED_OBJECTIVES = (ExactMarginalLogLikelihood, CholeskyMarginalLogLikelihood)
+
+#: Tensors (buffers or attributes) that hold each run's data, stacked along the batch
+#: dimension: the known noise of a fixed-noise likelihood.
+_DATA_TENSORS = ("noise_covar.noise",)
+#: Buffers that a marginal likelihood in train mode does not read.
+_UNUSED_BUFFERS = ("outcome_transform.",)
+#: Attributes that hold each run's data.
+_DATA_ATTRIBUTES = ("train_inputs", "train_targets", "prediction_strategy")
+
+_current = threading.local()
+_fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def current_lockstep() -> Lockstep | None:
+    """The [`Lockstep`][treebo.gp.lockstep.Lockstep] whose run is the calling
+    thread, if any."""
+    return getattr(_current, "lockstep", None)
+
+
+def fingerprint(model: torch.nn.Module) -> tuple:
+    """What models must share to be stacked: every submodule's class, settings
+    (public attributes of simple types and tensors), parameter shapes and buffers,
+    except the training data (inputs, targets, known noise) and the outcome
+    transform's statistics (a fit in train mode does not read them).
+
+    Computed once per model object.
+    """
+    cached = _fingerprints.get(model)
+    if cached is None:
+        parts: list[Any] = [model.train_inputs[0].shape[-1]]
+        for name, module in model.named_modules():
+            parts.append((name, type(module).__qualname__))
+            for key, value in sorted(vars(module).items()):
+                if key.startswith("_") or key in _DATA_ATTRIBUTES:
+                    continue
+                if f"{name}.{key}".endswith(_DATA_TENSORS):
+                    value = (value.dtype, value.dim())
+                parts.append((key, _describe(value)))
+            for key, p in module._parameters.items():
+                parts.append((key, None if p is None else (tuple(p.shape), p.dtype)))
+            for key, b in module._buffers.items():
+                full = f"{name}.{key}" if name else key
+                if b is None or full.startswith(_UNUSED_BUFFERS):
+                    continue
+                data = full.endswith(_DATA_TENSORS)
+                parts.append((key, (b.dtype, b.dim()) if data else _describe(b)))
+        cached = _fingerprints[model] = tuple(parts)
+    return cached
+
+
+def _describe(value: Any) -> Any:
+    """A hashable description of a module attribute."""
+    if isinstance(value, Tensor):
+        array = value.detach().cpu()
+        return (tuple(array.shape), str(array.dtype), array.numpy().tobytes())
+    if value is None or isinstance(value, bool | int | float | str | torch.dtype):
+        return value
+    if isinstance(value, tuple | list):
+        return tuple(_describe(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((repr(k), _describe(v)) for k, v in value.items()))
+    return type(value).__qualname__
+
+
+def _lookup(module: torch.nn.Module, name: str) -> Tensor:
+    *path, leaf = name.split(".")
+    for part in path:
+        module = getattr(module, part)
+    return getattr(module, leaf)
+
+
+def _assign(module: torch.nn.Module, name: str, value: Tensor) -> None:
+    *path, leaf = name.split(".")
+    for part in path:
+        module = getattr(module, part)
+    if isinstance(value, torch.nn.Parameter):
+        module.register_parameter(leaf, value)
+    elif leaf in module._buffers:
+        module.register_buffer(leaf, value)
+    else:
+        setattr(module, leaf, value)
+
+
+class _Template:
+    """A copy of a model whose parameters and data are replaced by stacks of other
+    models' (of the same [`fingerprint()`][treebo.gp.lockstep.fingerprint])."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.model = copy.deepcopy(model)
+        self.parameter_names = [n for n, _ in model.named_parameters()]
+        self.data_tensors = [
+            f"{name}.{key}" if name else key
+            for name, module in model.named_modules()
+            for key, value in [*module._buffers.items(), *vars(module).items()]
+            if isinstance(value, Tensor) and f"{name}.{key}".endswith(_DATA_TENSORS)
+        ]
+        self.batch_shapes = []  # kernels, means, likelihoods with a batch shape
+        for module in self.model.modules():
+            shape = getattr(module, "batch_shape", None)
+            if module is self.model or not isinstance(shape, torch.Size):
+                continue
+            try:
+                module.batch_shape = shape
+            except AttributeError:  # derived from other attributes
+                continue
+            self.batch_shapes.append((module, shape))
+
+    def load(self, models: Sequence[torch.nn.Module]) -> torch.nn.Module:
+        """The copy with ``models``' hyper-parameters, data buffers and training
+        data stacked along a new leading dimension."""
+        batched = self.model
+        with torch.no_grad():
+            for name in self.parameter_names:
+                stacked = torch.stack([_lookup(m, name) for m in models])
+                _assign(batched, name, torch.nn.Parameter(stacked))
+            for name in self.data_tensors:
+                _assign(batched, name, torch.stack([_lookup(m, name) for m in models]))
+        X = torch.stack([m.train_inputs[0] for m in models])
+        y = torch.stack([m.train_targets for m in models])
+        batched.set_train_data(inputs=(X,), targets=y, strict=False)
+        for module, shape in self.batch_shapes:
+            module.batch_shape = torch.Size([len(models)]) + shape
+        return batched
+
+
+def stack_models(models: Sequence[torch.nn.Module]) -> torch.nn.Module:
+    """One model with a leading batch dimension holding ``models``' hyper-parameters
+    and training data.
+
+    Args:
+        models: ``R`` exact GPs with one output and no batch shape, of one
+            [`fingerprint()`][treebo.gp.lockstep.fingerprint] and with equal numbers
+            of training points.
+
+    Returns:
+        A copy of ``models[0]`` whose parameters are ``R x ...`` stacks of the models'
+        (new leaf tensors), trained on the ``R x n x d`` stacked inputs and ``R x n``
+        targets: its marginal likelihood is the ``R`` models' values.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> X = torch.rand(2, 10, 1, dtype=torch.float64)
+        >>> models = [SingleTaskGP(x, torch.sin(6 * x)) for x in X]
+        >>> stack_models(models).covar_module.raw_lengthscale.shape
+        torch.Size([2, 1, 1])
+    """
+    return _Template(models[0]).load(models)
+
+
+@dataclass
+class _Request:
+    """One run's request for its marginal likelihood and gradient."""
+
+    mll: ExactMarginalLogLikelihood
+    names: list[str]
+    result: tuple[Tensor, tuple[Tensor | None, ...]] | None = None
+
+
+class _Context:
+    """The global state each run switches in and out: the warnings filters and
+    the global random generators (CPU, CUDA where initialized, NumPy)."""
+
+    def __init__(self) -> None:
+        self.save()
+
+    def save(self) -> None:
+        self.filters = warnings.filters
+        self.showwarning = warnings.showwarning
+        self.showwarnmsg = warnings._showwarnmsg_impl  # type: ignore[attr-defined]
+        self.torch_rng = torch.get_rng_state()
+        self.cuda_rng = None
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            self.cuda_rng = torch.cuda.get_rng_state_all()
+        self.numpy_rng = np.random.get_state()
+
+    def restore(self) -> None:
+        warnings.filters = self.filters
+        warnings.showwarning = self.showwarning
+        warnings._showwarnmsg_impl = self.showwarnmsg  # type: ignore[attr-defined]
+        warnings._filters_mutated()  # type: ignore[attr-defined]
+        torch.set_rng_state(self.torch_rng)
+        if self.cuda_rng is not None:
+            torch.cuda.set_rng_state_all(self.cuda_rng)
+        np.random.set_state(self.numpy_rng)
+
+    def copy(self) -> _Context:
+        other = copy.copy(self)
+        other.filters = list(self.filters)
+        return other
+
+
+class _Run(threading.Thread):
+    """A run's thread: it holds the baton from a resume to its next request."""
+
+    def __init__(self, lockstep: Lockstep, function: Callable[[], Any]) -> None:
+        super().__init__(daemon=True)
+        self.lockstep, self.function = lockstep, function
+        self.resume = threading.Event()
+        self.context = lockstep.context.copy()
+        self.request: _Request | None = None
+        self.held = False  # waiting at a fit's start for the others
+        self.clock = (0, 0)  # (most training points so far, fits at that number)
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = False
+
+    def run(self) -> None:
+        _current.lockstep = self.lockstep
+        self.resume.wait()
+        self.resume.clear()
+        self.context.restore()
+        try:
+            self.result = self.function()
+        except BaseException as error:  # handed to the caller
+            self.error = error
+        finally:
+            self.done = True
+            self.lockstep.yielded.set()
+
+    def ask(self, request: _Request | None) -> None:
+        """Hand the baton back with ``request`` (or none) and wait to resume."""
+        self.request = request
+        self.context.save()
+        self.lockstep.yielded.set()
+        self.resume.wait()
+        self.resume.clear()
+        self.context.restore()
+
+
+class Lockstep:
+    """Runs functions in lockstep, their model fits batched (module docstring).
+
+    Most code calls [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep].
+
+    Args:
+        functions: Callables without arguments.
+
+    Attributes:
+        rounds: Rounds in which some run asked for an evaluation.
+        evaluations: Batched evaluations (one per group of stackable requests and
+            round).
+        fallbacks: Requests evaluated one by one because their batched evaluation
+            failed or warned.
+    """
+
+    def __init__(self, functions: Sequence[Callable[[], Any]]) -> None:
+        self.context = _Context()
+        self.yielded = threading.Event()
+        self.runs = [_Run(self, f) for f in functions]
+        self.templates: dict[tuple, _Template] = {}
+        self.rounds = self.evaluations = self.fallbacks = 0
+
+    def closure(
+        self, mll: ExactMarginalLogLikelihood
+    ) -> Callable[..., tuple[Tensor, tuple[Tensor | None, ...]]]:
+        """A BoTorch loss closure of ``mll`` (its negative value and the gradients,
+        for ``fit_gpytorch_mll``'s ``closure``) whose evaluations are batched with
+        the other runs'. Call it from a run's thread."""
+        run = threading.current_thread()
+        if not isinstance(run, _Run) or run.lockstep is not self:
+            raise RuntimeError("Lockstep.closure() is for its runs' threads.")
+        parameters = get_parameters(mll, requires_grad=True)
+        own = get_loss_closure_with_grads(mll, parameters=parameters)
+        names = list(parameters)
+
+        def closure(**kwargs: Any) -> tuple[Tensor, tuple[Tensor | None, ...]]:
+            if kwargs:
+                return own(**kwargs)
+            request = _Request(mll, names)
+            run.ask(request)
+            if request.result is None:  # not batched: evaluate alone
+                return own()
+            return request.result
+
+        return closure
+
+    def start_fit(self, model: torch.nn.Module) -> None:
+        """Wait (in a run's thread) before fitting ``model`` until no other run is
+        inside a fit or behind this one, so that the runs' fits at the same stage
+        start together and are stacked from their first evaluation on.
+
+        A run's stage is the largest number of training points it has fitted so far
+        and how many fits it has started at that number; the runs at the earliest
+        stage go first. No-op outside a run's thread.
+        """
+        run = threading.current_thread()
+        if isinstance(run, _Run) and run.lockstep is self:
+            n = int(model.train_targets.shape[-1])
+            top, count = run.clock
+            run.clock = (n, 0) if n > top else (top, count + 1)
+            run.held = True
+            run.ask(None)
+
+    def run(self) -> list[tuple[Any, BaseException | None]]:
+        """Run every function to its end.
+
+        Returns:
+            ``(result, error)`` of each function, in order.
+        """
+        self.context.save()
+        for run in self.runs:
+            run.start()
+        live = list(self.runs)
+        try:
+            while live:
+                for run in live:
+                    if run.held:
+                        continue
+                    self.yielded.clear()
+                    run.resume.set()
+                    self.yielded.wait()
+                self.context.restore()
+                live = [run for run in live if not run.done]
+                requests = [run.request for run in live if run.request is not None]
+                for run in live:
+                    run.request = None
+                self._evaluate(requests)
+                if live and all(run.held for run in live):
+                    # Every fit has ended: the runs at the earliest stage start theirs.
+                    first = min(run.clock for run in live)
+                    for run in live:
+                        run.held = run.clock != first
+        finally:
+            self.context.restore()
+        for run in self.runs:
+            run.join()
+        return [(run.result, run.error) for run in self.runs]
+
+    def _evaluate(self, requests: list[_Request]) -> None:
+        """Answer the requests of models that share a fingerprint and a number of
+        points with at least one other request, one batched evaluation each."""
+        if not requests:
+            return
+        self.rounds += 1
+        groups: dict[tuple, list[_Request]] = {}
+        for request in requests:
+            model = request.mll.model
+            if type(request.mll) not in BATCHED_OBJECTIVES:
+                continue
+            inputs = model.train_inputs
+            if len(inputs) != 1 or inputs[0].dim() != 2:
+                continue
+            if model.train_targets.dim() != 1:
+                continue
+            key = (type(request.mll), fingerprint(model), model.train_targets.shape)
+            groups.setdefault(key, []).append(request)
+        for (mll_type, model_print, _), members in groups.items():
+            if len(members) < 2:
+                continue
+            template = self.templates.get(model_print)
+            if template is None:
+                template = _Template(members[0].mll.model)
+                self.templates[model_print] = template
+            self._evaluate_group(mll_type, template, members)
+
+    def _evaluate_group(
+        self,
+        mll_type: type[ExactMarginalLogLikelihood],
+        template: _Template,
+        requests: list[_Request],
+    ) -> None:
+        """Evaluate the requests' models as one batched model (or leave them to
+        evaluate themselves where that fails or warns)."""
+        self.evaluations += 1
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                batched = template.load([r.mll.model for r in requests])
+                mll = mll_type(batched.likelihood, batched).train()
+                parameters = get_parameters(mll, requires_grad=True)
+                output = batched(*batched.train_inputs)
+                inputs = (batched.transform_inputs(X=x) for x in batched.train_inputs)
+                values = mll(output, batched.train_targets, *inputs)
+                values.sum().neg().backward()  # the loss: minus the values
+            if caught or values.shape != (len(requests),):
+                raise RuntimeError("the batched evaluation warned")
+        except Exception:  # e.g. a failed factorization: each run evaluates alone
+            self.fallbacks += len(requests)
+            return
+        for slot, request in enumerate(requests):
+            grads = tuple(
+                None if parameters[name].grad is None else parameters[name].grad[slot]
+                for name in request.names
+            )
+            request.result = (-values[slot].detach(), grads)
+
+
+def run_in_lockstep(
+    functions: Sequence[Callable[[], T]], return_exceptions: bool = False
+) -> list[T | BaseException]:
+    """Run ``functions`` (independent BO runs) with their model fits batched.
+
+    Each function runs in its own thread, one at a time; every fit by
+    [`fit_model()`][treebo.gp.fit.fit_model] inside them (the loop's fits, e.g.
+    in ``TreeOptimizer.ask()``) is evaluated together with the other runs' fits of
+    models of the same structure (module docstring). The results equal those of
+    calling the functions one by one, each from the caller's global random state,
+    up to the last bits of batched arithmetic.
+
+    Args:
+        functions: Callables without arguments.
+        return_exceptions: Return a function's exception in its place instead of
+            raising the first one (after every function has ended).
+
+    Returns:
+        The functions' return values, in order.
+
+    Example:
+        >>> from treebo import TreeOptimizer
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton()
+        >>> def run(seed):
+        ...     opt = TreeOptimizer(problem.space, n_initial=5, seed=seed)
+        ...     for _ in range(7):
+        ...         x = opt.ask()
+        ...         opt.tell(x, problem.objective(x))
+        ...     return opt.best_value
+        >>> best = run_in_lockstep([lambda s=s: run(s) for s in range(3)])
+        >>> len(best)
+        3
+    """
+    outcomes = Lockstep(functions).run()
+    if not return_exceptions:
+        for _, error in outcomes:
+            if error is not None:
+                raise error
+    return [result if error is None else error for result, error in outcomes]
