@@ -407,9 +407,10 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         self, x1: Tensor, x2: Tensor, diag: bool, x2_features: SlotFeatures | None
     ) -> Tensor:
         """The sum of the vertex terms (and offsets, shared components)."""
-        ids1, z1, s1, o1, p1 = self._slot_features(x1)
-        if x2_features is None:
-            x2_features = self._slot_features(x2)
+        features = self._slot_features(x1)
+        ids1, z1, s1, o1, p1 = features
+        if x2_features is None:  # the same tensor (a training covariance): once
+            x2_features = features if x2 is x1 else self._slot_features(x2)
         ids2, z2, _, _, p2 = x2_features
         # Align batch ranks without copying (a batch of queries against one
         # training set must not recompute the training set's features).
