@@ -72,6 +72,26 @@ def test_a_stacked_model_gives_each_model_its_own_value_and_gradient(known_noise
             torch.testing.assert_close(-batched_grad, grad, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("known_noise", [False, True])
+def test_a_stacked_model_has_each_models_posterior(known_noise):
+    models = add_tree_models(known_noise=known_noise)
+    batched = stack_models(models).eval()
+    Xq = torch.stack([random_points(4, DEPS, 6, seed=10 + r) for r in range(3)])
+    with torch.no_grad():
+        joint = batched.posterior(Xq)  # 3 x 6 points, one joint posterior each
+        # The fast path, q = 1: 6 x 3 x 1 x d (the model's batch trails X's).
+        single = batched.posterior(Xq.transpose(0, 1).unsqueeze(-2))
+        for r, model in enumerate(models):
+            own = model.eval().posterior(Xq[r])
+            torch.testing.assert_close(joint.mean[r], own.mean, rtol=0, atol=1e-8)
+            torch.testing.assert_close(
+                joint.variance[r], own.variance, rtol=0, atol=1e-8
+            )
+            torch.testing.assert_close(
+                single.mean[:, r].reshape(-1), own.mean.reshape(-1), rtol=0, atol=1e-8
+            )
+
+
 def test_fingerprints_tell_structures_apart_and_ignore_data():
     a, b, _ = add_tree_models()
     assert fingerprint(a) == fingerprint(b)  # other data, same structure

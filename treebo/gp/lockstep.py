@@ -57,10 +57,10 @@ T = TypeVar("T")
 BATCHED_OBJECTIVES = (ExactMarginalLogLikelihood, CholeskyMarginalLogLikelihood)
 
 #: Tensors (buffers or attributes) that hold each run's data, stacked along the batch
-#: dimension: the known noise of a fixed-noise likelihood.
-_DATA_TENSORS = ("noise_covar.noise",)
-#: Buffers that a marginal likelihood in train mode does not read.
-_UNUSED_BUFFERS = ("outcome_transform.",)
+#: dimension: the known noise of a fixed-noise likelihood, the outcome transform's
+#: statistics (a fit does not read them; a stacked model's posterior does).
+_DATA_TENSORS = ("noise_covar.noise", "outcome_transform.means")
+_DATA_TENSORS += ("outcome_transform.stdvs", "outcome_transform._stdvs_sq")
 #: Attributes that hold each run's data.
 _DATA_ATTRIBUTES = ("train_inputs", "train_targets", "prediction_strategy")
 
@@ -77,8 +77,8 @@ def current_lockstep() -> Lockstep | None:
 def fingerprint(model: torch.nn.Module) -> tuple:
     """What models must share to be stacked: every submodule's class, settings
     (public attributes of simple types and tensors), parameter shapes and buffers,
-    except the training data (inputs, targets, known noise) and the outcome
-    transform's statistics (a fit in train mode does not read them).
+    except the data of each run: training inputs and targets, known noise and the
+    outcome transform's statistics.
 
     Computed once per model object.
     """
@@ -97,7 +97,7 @@ def fingerprint(model: torch.nn.Module) -> tuple:
                 parts.append((key, None if p is None else (tuple(p.shape), p.dtype)))
             for key, b in module._buffers.items():
                 full = f"{name}.{key}" if name else key
-                if b is None or full.startswith(_UNUSED_BUFFERS):
+                if b is None:
                     continue
                 data = full.endswith(_DATA_TENSORS)
                 parts.append((key, (b.dtype, b.dim()) if data else _describe(b)))
@@ -192,7 +192,9 @@ def stack_models(models: Sequence[torch.nn.Module]) -> torch.nn.Module:
     Returns:
         A copy of ``models[0]`` whose parameters are ``R x ...`` stacks of the models'
         (new leaf tensors), trained on the ``R x n x d`` stacked inputs and ``R x n``
-        targets: its marginal likelihood is the ``R`` models' values.
+        targets, with the models' known noise and outcome transforms' statistics:
+        its marginal likelihood is the ``R`` models' values, and its posterior at
+        ``R x q x d`` points each model's at its ``q``.
 
     Example:
         >>> from botorch.models import SingleTaskGP
