@@ -37,6 +37,7 @@ import numpy as np
 import torch
 
 import treebo
+from treebo.gp.lockstep import run_in_lockstep
 from treebo.loop import initial_design
 from treebo.loop.design import default_initial_size
 
@@ -133,13 +134,26 @@ def run_missing(
     seeds: list[int],
     budget: int,
     run_one: Callable[[str, str, int, int], dict] = run,
+    lockstep: bool = False,
 ) -> list[dict]:
     """Run every ``(seed, problem, method)`` not yet in ``out`` at ``budget``,
-    appending each record as it finishes; returns the new records."""
+    appending each record as it finishes; returns the new records.
+
+    With ``lockstep``, the runs go at once through
+    [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep] (the same values as
+    one by one): their records carry ``lockstep_runs`` (the batch's size) and no
+    ``proposal_seconds`` (a proposal's wall time then includes the others'), and
+    a run that fails is reported and left missing.
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
+    missing = missing_runs(out, problems, methods, seeds, budget)
     new = []
-    for problem, method, seed in missing_runs(out, problems, methods, seeds, budget):
+
+    def one(problem: str, method: str, seed: int) -> None:
         record = run_one(problem, method, seed, budget)
+        if lockstep:
+            record.pop("proposal_seconds", None)
+            record["lockstep_runs"] = len(missing)
         with open(out, "a") as fh:
             fh.write(json.dumps(record) + "\n")
         new.append(record)
@@ -149,6 +163,17 @@ def run_missing(
             f"{record['wall_seconds']:.0f}s",
             flush=True,
         )
+
+    if not lockstep:
+        for job in missing:
+            one(*job)
+        return new
+    outcomes = run_in_lockstep(
+        [lambda job=job: one(*job) for job in missing], return_exceptions=True
+    )
+    for (problem, method, seed), outcome in zip(missing, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            print(f"{problem} {method} seed={seed} failed: {outcome!r}", flush=True)
     return new
 
 

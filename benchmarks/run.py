@@ -11,7 +11,8 @@ Each finished run is appended to ``benchmarks/records/SUITE.jsonl`` (or
 ``--out``) at once; a run already there is skipped, so a suite can be stopped
 and resumed. BoTorch peers save their progress under ``--checkpoint``. With
 ``--jobs`` the missing runs are listed instead, one command per run, for
-``python -m benchmarks.shard`` on a many-core machine.
+``python -m benchmarks.shard`` on a many-core machine; with ``--lockstep`` they
+run at once, their model fits batched (``treebo.gp.lockstep``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--jobs", action="store_true", help="list the missing runs as shard jobs"
     )
+    parser.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="run the missing runs at once, their fits batched",
+    )
     args = parser.parse_args(argv)
     suite = SUITES[args.suite]
     out = args.out or RECORDS / f"{args.suite}.jsonl"
@@ -65,6 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         seeds,
         budget,
         lambda p, m, s, b: run(p, m, s, b, args.checkpoint),
+        lockstep=args.lockstep,
     )
 
 

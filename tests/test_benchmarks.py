@@ -259,6 +259,19 @@ def test_epsilon_greedy_draws_its_coin_from_the_proposal_seed():
         EpsilonGreedy(epsilon=1.5)
 
 
+def test_the_harness_in_lockstep_writes_the_values_of_runs_one_by_one(tmp_path):
+    args = (["p1a", "p2"], ["treebo_global"], [0, 1], 8)
+    alone = harness.run_missing(tmp_path / "alone.jsonl", *args)
+    batch = harness.run_missing(tmp_path / "batch.jsonl", *args, lockstep=True)
+    key = lambda r: (r["problem"], r["seed"])  # noqa: E731
+    assert sorted(map(key, batch)) == sorted(map(key, alone))
+    by_key = {key(r): r for r in alone}
+    for record in batch:  # equal up to the last bits of batched arithmetic
+        alone_values = by_key[key(record)]["values"]
+        assert record["values"] == pytest.approx(alone_values, rel=1e-9, abs=1e-12)
+        assert record["lockstep_runs"] == 4 and "proposal_seconds" not in record
+
+
 def test_a_treebo_run_of_the_harness_is_the_loop_from_the_shared_design(tmp_path):
     out = tmp_path / "records.jsonl"
     new = harness.run_missing(out, ["p1a"], ["treebo_global", "random"], [0], 7)
