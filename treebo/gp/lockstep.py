@@ -473,7 +473,7 @@ def run_in_lockstep(
         ...     for _ in range(7):
         ...         x = opt.ask()
         ...         opt.tell(x, problem.objective(x))
-        ...     return opt.best_value
+        ...     return opt.best_trial.value
         >>> best = run_in_lockstep([lambda s=s: run(s) for s in range(3)])
         >>> len(best)
         3
