@@ -146,8 +146,9 @@ def padded_block_system(
     Args:
         model: An exact GP with one output and no batch shape.
         X: ``n x d`` training inputs as the kernel sees them (transformed).
-        index, mask: ``B x m`` from
+        index: ``B x m`` point indices from
             [`padded_blocks()`][treebo.gp.exact_mll.padded_blocks].
+        mask: ``B x m``, which entries of ``index`` are points.
 
     Returns:
         ``(K, r)``: ``B x m x m`` blocks of the kernel matrix plus the noise, with
