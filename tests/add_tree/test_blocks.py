@@ -53,6 +53,13 @@ def branchy_tree() -> tuple[int, dict]:
     return 9, deps
 
 
+def noise_arguments(Y: torch.Tensor, known_noise: bool) -> dict:
+    """Known noise (``train_Yvar``) or an inferred one above a floor of 1e-4."""
+    if known_noise:
+        return {"train_Yvar": torch.full_like(Y, 1e-3)}
+    return {"likelihood": noise_floor_likelihood(1e-4)}
+
+
 def value_and_gradients(mll_class, model):
     model.train()
     model.zero_grad()
@@ -101,11 +108,7 @@ def test_block_likelihood_equals_the_dense_one(options, expect_blocks, known_noi
     d, deps = branchy_tree()
     X = random_points(d, deps, 60, seed=1)
     Y = torch.sin(5 * X).sum(-1, keepdim=True)
-    noise = (
-        {"train_Yvar": torch.full_like(Y, 1e-3)}
-        if known_noise
-        else {"likelihood": noise_floor_likelihood(1e-4)}
-    )
+    noise = noise_arguments(Y, known_noise)
     model = AddTreeGP(X, Y, deps, **noise, **options)
     model.train()
     assert (model.covariance_blocks() is not None) == expect_blocks
@@ -164,11 +167,7 @@ def test_block_posterior_equals_the_dense_one(known_noise):
     d, deps = branchy_tree()
     X = random_points(d, deps, 60, seed=4)
     Y = torch.sin(5 * X).sum(-1, keepdim=True)
-    noise = (
-        {"train_Yvar": torch.full_like(Y, 1e-3)}
-        if known_noise
-        else {"likelihood": noise_floor_likelihood(1e-4)}
-    )
+    noise = noise_arguments(Y, known_noise)
     model = AddTreeGP(X, Y, deps, **noise).eval()
     labels = model.covariance_blocks()
     assert labels is not None and int(labels.max()) >= 2  # three branches

@@ -99,23 +99,15 @@ def test_fingerprints_tell_structures_apart_and_ignore_data():
     assert fingerprint(learned) != fingerprint(a)  # bounds learned from its data
     more = add_tree_models(n=15)[0]
     assert fingerprint(more) == fingerprint(a)  # the number of points is not in it
-    floor = AddTreeGP(
-        a.train_inputs[0],
-        a.train_targets.unsqueeze(-1),
-        DEPS,
-        bounds=BOUNDS,
-        shared_component=True,
-        likelihood=noise_floor_likelihood(1e-2),
-    )
+
+    def like_a(**settings) -> AddTreeGP:
+        X, y = a.train_inputs[0], a.train_targets.unsqueeze(-1)
+        return AddTreeGP(X, y, DEPS, bounds=BOUNDS, shared_component=True, **settings)
+
+    floor = like_a(likelihood=noise_floor_likelihood(1e-2))
     assert fingerprint(floor) != fingerprint(a)  # another noise constraint
-    other_kernel = AddTreeGP(
-        a.train_inputs[0],
-        a.train_targets.unsqueeze(-1),
-        DEPS,
-        bounds=BOUNDS,
-        shared_component=True,
-        base_kernel="matern52",
-        likelihood=noise_floor_likelihood(1e-4),
+    other_kernel = like_a(
+        base_kernel="matern52", likelihood=noise_floor_likelihood(1e-4)
     )
     assert fingerprint(other_kernel) != fingerprint(a)
 
