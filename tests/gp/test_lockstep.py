@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 import warnings
 
@@ -15,9 +16,13 @@ from tests.conftest import random_points
 from treebo import TreeOptimizer
 from treebo.add_tree import AddTreeGP
 from treebo.gp import noise_floor_likelihood
-from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
+from treebo.gp.exact_mll import (
+    CholeskyMarginalLogLikelihood,
+    PaddedMarginalLogLikelihood,
+)
 from treebo.gp.lockstep import (
     Lockstep,
+    _Template,
     fingerprint,
     run_in_lockstep,
     stack_models,
@@ -28,10 +33,14 @@ DEPS = {0: {0: [1, 2], 1: [3]}}
 BOUNDS = torch.stack([torch.zeros(4), torch.ones(4)]).double()  # as a space gives
 
 
-def add_tree_models(n: int = 12, known_noise: bool = False) -> list[AddTreeGP]:
+def add_tree_models(
+    n: int = 12, known_noise: bool = False, more: int = 0
+) -> list[AddTreeGP]:
+    """Three Add-Tree GPs at random hyper-parameters; model ``r`` has ``n + r *
+    more`` points."""
     models = []
     for seed in range(3):
-        X = random_points(4, DEPS, n, seed=seed)
+        X = random_points(4, DEPS, n + seed * more, seed=seed)
         Y = torch.sin(4 * X).sum(-1, keepdim=True) + seed
         noise = (
             {"train_Yvar": torch.full_like(Y, 1e-3 * (seed + 1))}
@@ -73,6 +82,36 @@ def test_a_stacked_model_gives_each_model_its_own_value_and_gradient(known_noise
 
 
 @pytest.mark.parametrize("known_noise", [False, True])
+def test_models_with_fewer_points_are_padded_to_their_own_value_and_gradient(
+    known_noise,
+):
+    models = add_tree_models(n=9, known_noise=known_noise, more=4)  # 9, 13, 17
+    batched = _Template(models[0]).load(models)
+    assert batched.train_inputs[0].shape == (3, 17, 4)
+    sizes = torch.tensor([9.0, 13.0, 17.0], dtype=torch.float64)
+    mll = PaddedMarginalLogLikelihood(batched.likelihood, batched, sizes).train()
+    parameters = get_parameters(mll, requires_grad=True)
+    values = mll(batched(*batched.train_inputs), batched.train_targets)
+    values.sum().backward()
+    for slot, model in enumerate(models):
+        value, grads = own_value_and_gradients(model)
+        assert abs(float(values[slot].detach()) - value) < 1e-12
+        for name, grad in grads.items():
+            batched_grad = parameters[name].grad[slot]
+            torch.testing.assert_close(-batched_grad, grad, rtol=1e-10, atol=1e-12)
+
+
+def test_stack_models_refuses_models_it_cannot_stack():
+    a, b, _ = add_tree_models(n=9, more=4)
+    with pytest.raises(ValueError, match="equal numbers of training points"):
+        stack_models([a, b])
+    X = a.train_inputs[0]
+    flat = SingleTaskGP(X, a.train_targets.unsqueeze(-1))
+    with pytest.raises(ValueError, match="one fingerprint"):
+        stack_models([a, flat])
+
+
+@pytest.mark.parametrize("known_noise", [False, True])
 def test_a_stacked_model_has_each_models_posterior(known_noise):
     models = add_tree_models(known_noise=known_noise)
     batched = stack_models(models).eval()
@@ -99,6 +138,7 @@ def test_fingerprints_tell_structures_apart_and_ignore_data():
     assert fingerprint(learned) != fingerprint(a)  # bounds learned from its data
     more = add_tree_models(n=15)[0]
     assert fingerprint(more) == fingerprint(a)  # the number of points is not in it
+    assert fingerprint(copy.deepcopy(a).eval()) == fingerprint(a)  # nor the mode
 
     def like_a(**settings) -> AddTreeGP:
         X, y = a.train_inputs[0], a.train_targets.unsqueeze(-1)

@@ -28,7 +28,9 @@ Add-Tree GP whose root owns no parameter: points on different branches do not co
 the blocks are factored as one batch, padded to the largest with unit variances and zero
 residuals (each pad adds $-\tfrac12 \log 2\pi$, which is taken back out):
 $\sum_b \log \mathcal N(r_b; 0, K_b)$ at $\sum_b n_b^3$ instead of $n^3$, and the
-kernel evaluated on the blocks' pairs only.
+kernel evaluated on the blocks' pairs only. The same padding lets models with different
+numbers of points share one batched evaluation
+([`PaddedMarginalLogLikelihood`][treebo.gp.exact_mll.PaddedMarginalLogLikelihood]).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import torch
 from botorch.models import SingleTaskGP
 from gpytorch import settings
 from gpytorch.distributions import MultivariateNormal
+from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
@@ -235,3 +238,53 @@ class CholeskyMarginalLogLikelihood(ExactMarginalLogLikelihood):
             res = gaussian_log_density(target - output.mean, output.covariance_matrix)
         res = self._add_other_terms(res, params)
         return res.div_(function_dist.event_shape.numel())
+
+
+class PaddedMarginalLogLikelihood(CholeskyMarginalLogLikelihood):
+    r"""The marginal log likelihoods of a batch of models whose training data are
+    padded: batch member ``r`` holds its ``sizes[r]`` points first, then pads.
+
+    A pad gets unit variance, no covariance and a zero residual, so that member ``r``'s
+    value is its own model's, $\big(\log \mathcal N(y_r; \mu_r, K_r) +
+    \log p(\theta_r)\big) / n_r$, with its own gradient: the pads' factor is the
+    identity, and their $-\tfrac12 \log 2\pi$ each is taken back out.
+
+    Args:
+        likelihood: The batched model's Gaussian likelihood.
+        model: An exact GP with batch shape ``R`` and ``R x n`` training targets.
+        sizes: ``R`` numbers of points (at most ``n``), in the targets' dtype.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> X = torch.rand(2, 6, 1, dtype=torch.float64)
+        >>> X[1, 4:] = X[1, 0]  # member 1: 4 points and 2 pads
+        >>> model = SingleTaskGP(X, torch.sin(6 * X), outcome_transform=None)
+        >>> sizes = torch.tensor([6.0, 4.0], dtype=torch.float64)
+        >>> mll = PaddedMarginalLogLikelihood(model.likelihood, model, sizes)
+        >>> values = mll(model(X), model.train_targets)
+        >>> x = X[1, :4]
+        >>> alone = SingleTaskGP(x, torch.sin(6 * x), outcome_transform=None)
+        >>> own = CholeskyMarginalLogLikelihood(alone.likelihood, alone)
+        >>> bool(torch.isclose(values[1], own(alone(x), alone.train_targets)))
+        True
+    """
+
+    def __init__(
+        self, likelihood: GaussianLikelihood, model: SingleTaskGP, sizes: Tensor
+    ) -> None:
+        super().__init__(likelihood, model)
+        self.sizes = sizes
+
+    def forward(
+        self, function_dist: MultivariateNormal, target: Tensor, *params, **kwargs
+    ) -> Tensor:
+        n = target.shape[-1]
+        points = torch.arange(n, device=target.device) < self.sizes.unsqueeze(-1)
+        pair = points.unsqueeze(-1) & points.unsqueeze(-2)
+        output = self.likelihood(function_dist, *params, **kwargs)
+        eye = torch.eye(n, dtype=target.dtype, device=target.device)
+        covariance = torch.where(pair, output.covariance_matrix, eye)
+        residual = torch.where(points, target - output.mean, 0.0)
+        res = gaussian_log_density(residual, covariance)
+        res = res + 0.5 * (n - self.sizes) * math.log(2.0 * math.pi)
+        return self._add_other_terms(res, params) / self.sizes

@@ -139,7 +139,6 @@ def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
         objective = CholeskyMarginalLogLikelihood(model.likelihood, model)
     lockstep = current_lockstep()
     if lockstep is not None and "closure" not in fit_kwargs:
-        lockstep.start_fit(model)
         fit_kwargs = {**fit_kwargs, "closure": lockstep.closure(objective)}
     fit_gpytorch_mll(objective, **fit_kwargs)
     return model.eval()

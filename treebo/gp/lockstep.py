@@ -6,14 +6,13 @@ dozen points one evaluation of the marginal likelihood and its gradient is mostl
 Python and dispatch overhead, about the same whether the kernel matrix holds one
 run's points or thirty runs'. [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep]
 runs each function in its own thread, one thread at a time, and switches only where a
-fit starts (a run waits there until no other run is inside a fit or at an earlier
-stage of its run, so the runs' fits at the same stage start together) and where a fit
-asks for the marginal likelihood. Once every run has
-asked (or waits, or ended), the
+fit asks for the marginal likelihood. Once every run has asked (or ended), the
 requests of models with the same [`fingerprint()`][treebo.gp.lockstep.fingerprint]
-and number of points are evaluated as one model with a batch dimension, the runs'
-hyper-parameters and data stacked along it, and each run receives its own value and
-gradient:
+are evaluated as one model with a batch dimension, the runs' hyper-parameters and data
+stacked along it (runs with fewer points padded to the most, the pads without
+covariance:
+[`PaddedMarginalLogLikelihood`][treebo.gp.exact_mll.PaddedMarginalLogLikelihood]), and
+each run receives its own value and gradient:
 
 $$
 \mathcal L(\theta_1, \dots, \theta_R) = \sum_r \log p(y_r \mid X_r, \theta_r),
@@ -49,7 +48,10 @@ from botorch.optim.utils import get_parameters
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
-from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
+from treebo.gp.exact_mll import (
+    CholeskyMarginalLogLikelihood,
+    PaddedMarginalLogLikelihood,
+)
 
 T = TypeVar("T")
 
@@ -61,8 +63,10 @@ BATCHED_OBJECTIVES = (ExactMarginalLogLikelihood, CholeskyMarginalLogLikelihood)
 #: statistics (a fit does not read them; a stacked model's posterior does).
 _DATA_TENSORS = ("noise_covar.noise", "outcome_transform.means")
 _DATA_TENSORS += ("outcome_transform.stdvs", "outcome_transform._stdvs_sq")
-#: Attributes that hold each run's data.
-_DATA_ATTRIBUTES = ("train_inputs", "train_targets", "prediction_strategy")
+#: Data tensors with a value per training point, padded with this value.
+_POINTWISE = {"noise_covar.noise": 1.0}
+#: Attributes that hold each run's data or state (a batched evaluation trains).
+_DATA_ATTRIBUTES = ("train_inputs", "train_targets", "prediction_strategy", "training")
 
 _current = threading.local()
 _fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -77,8 +81,8 @@ def current_lockstep() -> Lockstep | None:
 def fingerprint(model: torch.nn.Module) -> tuple:
     """What models must share to be stacked: every submodule's class, settings
     (public attributes of simple types and tensors), parameter shapes and buffers,
-    except the data of each run: training inputs and targets, known noise and the
-    outcome transform's statistics.
+    except the data of each run (training inputs and targets, known noise and the
+    outcome transform's statistics) and the train or eval mode.
 
     Computed once per model object.
     """
@@ -164,20 +168,40 @@ class _Template:
 
     def load(self, models: Sequence[torch.nn.Module]) -> torch.nn.Module:
         """The copy with ``models``' hyper-parameters, data buffers and training
-        data stacked along a new leading dimension."""
+        data stacked along a new leading dimension, those with fewer training points
+        padded to the most (inputs with copies of their first point, targets with
+        zeros, known noise with ones)."""
         batched = self.model
+        n = max(int(m.train_targets.shape[-1]) for m in models)
         with torch.no_grad():
             for name in self.parameter_names:
                 stacked = torch.stack([_lookup(m, name) for m in models])
                 _assign(batched, name, torch.nn.Parameter(stacked))
             for name in self.data_tensors:
-                _assign(batched, name, torch.stack([_lookup(m, name) for m in models]))
-        X = torch.stack([m.train_inputs[0] for m in models])
-        y = torch.stack([m.train_targets for m in models])
+                fill = next((v for k, v in _POINTWISE.items() if name.endswith(k)), 0)
+                tensors = [_lookup(m, name) for m in models]
+                if fill and all(
+                    t.shape[-1] == m.train_targets.shape[-1]
+                    for t, m in zip(tensors, models, strict=True)
+                ):
+                    tensors = [_grow(t, n, fill) for t in tensors]
+                _assign(batched, name, torch.stack(tensors))
+        X = torch.stack([_grow(m.train_inputs[0], n) for m in models])
+        y = torch.stack([_grow(m.train_targets, n, 0.0) for m in models])
         batched.set_train_data(inputs=(X,), targets=y, strict=False)
         for module, shape in self.batch_shapes:
             module.batch_shape = torch.Size([len(models)]) + shape
         return batched
+
+
+def _grow(tensor: Tensor, size: int, fill: float | None = None) -> Tensor:
+    """``tensor`` grown along its last dimension (``fill`` not given: its first to
+    last dimension, copies of its first row) to ``size`` entries."""
+    if fill is None:  # n x d inputs: copies of the first point
+        pads = tensor[:1].expand(size - tensor.shape[-2], tensor.shape[-1])
+        return torch.cat([tensor, pads], dim=-2)
+    pads = tensor.new_full((*tensor.shape[:-1], size - tensor.shape[-1]), fill)
+    return torch.cat([tensor, pads], dim=-1)
 
 
 def stack_models(models: Sequence[torch.nn.Module]) -> torch.nn.Module:
@@ -188,6 +212,10 @@ def stack_models(models: Sequence[torch.nn.Module]) -> torch.nn.Module:
         models: ``R`` exact GPs with one output and no batch shape, of one
             [`fingerprint()`][treebo.gp.lockstep.fingerprint] and with equal numbers
             of training points.
+
+    Raises:
+        ValueError: If ``models`` have different numbers of training points or
+            fingerprints.
 
     Returns:
         A copy of ``models[0]`` whose parameters are ``R x ...`` stacks of the models'
@@ -203,6 +231,13 @@ def stack_models(models: Sequence[torch.nn.Module]) -> torch.nn.Module:
         >>> stack_models(models).covar_module.raw_lengthscale.shape
         torch.Size([2, 1, 1])
     """
+    sizes = {int(m.train_targets.shape[-1]) for m in models}
+    if len(sizes) > 1:
+        raise ValueError(
+            f"models must have equal numbers of training points, got {sorted(sizes)}."
+        )
+    if len({fingerprint(m) for m in models}) > 1:
+        raise ValueError("models must share one fingerprint (class, settings, shapes).")
     return _Template(models[0]).load(models)
 
 
@@ -257,8 +292,6 @@ class _Run(threading.Thread):
         self.resume = threading.Event()
         self.context = lockstep.context.copy()
         self.request: _Request | None = None
-        self.held = False  # waiting at a fit's start for the others
-        self.clock = (0, 0)  # (most training points so far, fits at that number)
         self.result: Any = None
         self.error: BaseException | None = None
         self.done = False
@@ -276,8 +309,8 @@ class _Run(threading.Thread):
             self.done = True
             self.lockstep.yielded.set()
 
-    def ask(self, request: _Request | None) -> None:
-        """Hand the baton back with ``request`` (or none) and wait to resume."""
+    def ask(self, request: _Request) -> None:
+        """Hand the baton back with ``request`` and wait to resume."""
         self.request = request
         self.context.save()
         self.lockstep.yielded.set()
@@ -333,23 +366,6 @@ class Lockstep:
 
         return closure
 
-    def start_fit(self, model: torch.nn.Module) -> None:
-        """Wait (in a run's thread) before fitting ``model`` until no other run is
-        inside a fit or behind this one, so that the runs' fits at the same stage
-        start together and are stacked from their first evaluation on.
-
-        A run's stage is the largest number of training points it has fitted so far
-        and how many fits it has started at that number; the runs at the earliest
-        stage go first. No-op outside a run's thread.
-        """
-        run = threading.current_thread()
-        if isinstance(run, _Run) and run.lockstep is self:
-            n = int(model.train_targets.shape[-1])
-            top, count = run.clock
-            run.clock = (n, 0) if n > top else (top, count + 1)
-            run.held = True
-            run.ask(None)
-
     def run(self) -> list[tuple[Any, BaseException | None]]:
         """Run every function to its end.
 
@@ -363,8 +379,6 @@ class Lockstep:
         try:
             while live:
                 for run in live:
-                    if run.held:
-                        continue
                     self.yielded.clear()
                     run.resume.set()
                     self.yielded.wait()
@@ -374,11 +388,6 @@ class Lockstep:
                 for run in live:
                     run.request = None
                 self._evaluate(requests)
-                if live and all(run.held for run in live):
-                    # Every fit has ended: the runs at the earliest stage start theirs.
-                    first = min(run.clock for run in live)
-                    for run in live:
-                        run.held = run.clock != first
         finally:
             self.context.restore()
         for run in self.runs:
@@ -386,8 +395,8 @@ class Lockstep:
         return [(run.result, run.error) for run in self.runs]
 
     def _evaluate(self, requests: list[_Request]) -> None:
-        """Answer the requests of models that share a fingerprint and a number of
-        points with at least one other request, one batched evaluation each."""
+        """Answer the requests of models that share a fingerprint with at least one
+        other request, one batched evaluation each."""
         if not requests:
             return
         self.rounds += 1
@@ -401,31 +410,29 @@ class Lockstep:
                 continue
             if model.train_targets.dim() != 1:
                 continue
-            key = (type(request.mll), fingerprint(model), model.train_targets.shape)
-            groups.setdefault(key, []).append(request)
-        for (mll_type, model_print, _), members in groups.items():
+            groups.setdefault(fingerprint(model), []).append(request)
+        for model_print, members in groups.items():
             if len(members) < 2:
                 continue
             template = self.templates.get(model_print)
             if template is None:
                 template = _Template(members[0].mll.model)
                 self.templates[model_print] = template
-            self._evaluate_group(mll_type, template, members)
+            self._evaluate_group(template, members)
 
-    def _evaluate_group(
-        self,
-        mll_type: type[ExactMarginalLogLikelihood],
-        template: _Template,
-        requests: list[_Request],
-    ) -> None:
+    def _evaluate_group(self, template: _Template, requests: list[_Request]) -> None:
         """Evaluate the requests' models as one batched model (or leave them to
         evaluate themselves where that fails or warns)."""
         self.evaluations += 1
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
-                batched = template.load([r.mll.model for r in requests])
-                mll = mll_type(batched.likelihood, batched).train()
+                models = [r.mll.model for r in requests]
+                batched = template.load(models)
+                sizes = [m.train_targets.shape[-1] for m in models]
+                sizes = batched.train_targets.new_tensor(sizes)
+                mll = PaddedMarginalLogLikelihood(batched.likelihood, batched, sizes)
+                mll.train()
                 parameters = get_parameters(mll, requires_grad=True)
                 output = batched(*batched.train_inputs)
                 inputs = (batched.transform_inputs(X=x) for x in batched.train_inputs)
