@@ -246,6 +246,12 @@ TIMINGS = (
         "block_likelihood",
     ),
     (
+        "lockstep",
+        "Many HPO-B runs at once: in lockstep against one by one",
+        "python -m benchmarks.perf.lockstep --space 5971 --seeds 0-4 --budget 30",
+        "lockstep",
+    ),
+    (
         "flag_scaling",
         "Seconds per proposal against the number of paths",
         "python -m benchmarks.perf.flag_scaling",

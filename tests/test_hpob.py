@@ -101,3 +101,18 @@ def test_lockstep_runs_write_the_rows_of_the_runs_one_by_one(tmp_path):
     assert len(alone) == 4 and alone.keys() == batch.keys()
     assert all(batch[k]["rows"] == alone[k]["rows"] for k in alone)
     assert {r["lockstep_runs"] for r in batch.values()} == {4}
+
+
+def test_the_lockstep_timing_records_both_ways_and_their_rows(tmp_path):
+    from benchmarks.perf.lockstep import main as lockstep
+    from benchmarks.perf.tables import lockstep as table
+
+    out = tmp_path / "lockstep.jsonl"
+    lockstep(["--space", "5906", "--seeds", "0", "--budget", "6", "--out", str(out)])
+    (record,) = hpob.load_records([out])
+    assert record["runs"] == 2 and record["same_rows"] == 2
+    assert record["evaluations"] > 0 and record["mean_batch"] == 2.0
+    assert record["lockstep_s"] > 0 and record["alone_s"] > 0
+    assert "| 5906 | 2 x 6 |" in table([record])
+    with pytest.raises(SystemExit, match="no HPO-B test task"):
+        lockstep(["--space", "1234", "--out", str(out)])

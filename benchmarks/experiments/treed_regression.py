@@ -34,6 +34,20 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from treebo.test_functions.nonstationary import RKHS, Exp2D
 from treebo.treed import TreedGP, WeightedPseudoLikelihood
+from treebo.treed.partition import build_partition
+from treebo.treed.pruning import loo_prune
+
+
+def treed_variant(split_test=None, prune: bool = True) -> type[TreedGP]:
+    """``TreedGP`` whose partition accepts each split by ``split_test`` (see
+    ``build_partition``) and is pruned or not (paper 003's tree)."""
+
+    class Variant(TreedGP):
+        def grow_partition(self, X, y, min_leaf_size, max_depth):
+            partition = build_partition(X, y, min_leaf_size, max_depth, split_test)
+            return loo_prune(partition, X, y) if prune else partition
+
+    return Variant
 
 
 def halves(X):
@@ -64,6 +78,7 @@ def fit_model(name: str, X, Y):
         fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
         return model
     settings = {"min_leaf_size": 5, "max_depth": None, "warp": False}
+    variant = {}
     for part in name.split("_")[1:]:
         if part == "warp":
             settings["warp"] = True
@@ -75,17 +90,17 @@ def fit_model(name: str, X, Y):
             # ev: no amplitude floor; ev2 / ev3: floor 1e-2 / 1e-3
             floor = 10.0 ** -int(part[2:]) if part[2:] else 0.0
             Ys = (Y - Y.mean()) / Y.std()
-            settings["split_test"] = evidence_split_test(X, Ys, floor)
-            settings["prune"] = False  # the split test alone, as measured
+            variant["split_test"] = evidence_split_test(X, Ys, floor)
+            variant["prune"] = False  # the split test alone, as measured
         elif part == "noprune":
-            settings["prune"] = False
+            variant["prune"] = False
         elif part.startswith("m"):
             settings["min_leaf_size"] = int(part[1:])
         elif part.startswith("d"):
             settings["max_depth"] = int(part[1:])
         else:
             raise ValueError(f"unknown setting {part!r} in {name!r}")
-    model = TreedGP(X, Y, **settings)
+    model = (treed_variant(**variant) if variant else TreedGP)(X, Y, **settings)
     fit_gpytorch_mll(WeightedPseudoLikelihood(model))
     return model
 

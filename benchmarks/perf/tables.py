@@ -160,3 +160,28 @@ def bktf_iteration(records: list[dict]) -> str:
             f"| {r['machine']}, {r['date']} |"
         )
     return "\n".join(lines)
+
+
+def lockstep(records: list[dict]) -> str:
+    """HPO-B runs in lockstep against one by one."""
+    lines = [
+        "| space | runs x budget | lockstep s | one by one s | speed-up | same rows "
+        "| rounds | batched evaluations (mean batch) | fallbacks "
+        "| machine, torch, date |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        alone = r.get("alone_s")
+        lines.append(
+            f"| {r['space']} | {r['runs']} x {r['budget']} | {r['lockstep_s']:.0f} "
+            + (
+                f"| {alone:.0f} | {alone / r['lockstep_s']:.1f}x "
+                f"| {r['same_rows']} of {r['runs']} "
+                if alone is not None
+                else "| | | "
+            )
+            + f"| {r['rounds']:,} | {r['evaluations']:,} ({r['mean_batch']:.1f}) "
+            f"| {r['fallbacks']} | {r['machine']}, {r['versions']['torch']}, "
+            f"{r['date']} |"
+        )
+    return "\n".join(lines)

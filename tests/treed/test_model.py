@@ -7,6 +7,7 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.optim import optimize_acqf
 from gpytorch.kernels import MaternKernel
 
+from tests.treed import UnprunedTreedGP
 from treebo.treed import TreedGP, WeightedPseudoLikelihood
 
 
@@ -214,7 +215,7 @@ def test_beats_a_single_gp_on_a_smooth_and_rugged_function_at_60_points():
         X_test = torch.rand(1000, 2, generator=gen, dtype=torch.float64)
         Y, Y_test = _smooth_and_rugged(X), _smooth_and_rugged(X_test)
         treed = TreedGP(X, Y)
-        assert 1 < treed.num_leaves < TreedGP(X, Y, prune=False).num_leaves
+        assert 1 < treed.num_leaves < UnprunedTreedGP(X, Y).num_leaves
         fit_gpytorch_mll(WeightedPseudoLikelihood(treed))
         stgp = SingleTaskGP(X, Y)
         fit_gpytorch_mll(ExactMarginalLogLikelihood(stgp.likelihood, stgp))

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from tests.treed import UnprunedTreedGP
 from treebo import (
     Choice,
     ConfigurationError,
@@ -11,7 +12,7 @@ from treebo import (
     Vertex,
     minimize,
 )
-from treebo.treed import TreedGP, TreedOptions, TreedStrategy
+from treebo.treed import TreedOptions, TreedStrategy
 
 
 def _space():
@@ -122,13 +123,12 @@ class _UnprunedStrategy(TreedStrategy):
 
     def build_model(self, observations):
         opts = self.options
-        return TreedGP(
+        return UnprunedTreedGP(
             observations.X,
             observations.y,
             min_leaf_size=opts.min_leaf_size,
             bounds=observations.space.bounds.to(observations.X),
             noise_floor=opts.noise_floor,
-            prune=False,
         )
 
 

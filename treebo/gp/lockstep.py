@@ -331,6 +331,7 @@ class Lockstep:
         rounds: Rounds in which some run asked for an evaluation.
         evaluations: Batched evaluations (one per group of stackable requests and
             round).
+        batched: Requests answered by a batched evaluation.
         fallbacks: Requests evaluated one by one because their batched evaluation
             failed or warned.
     """
@@ -340,7 +341,7 @@ class Lockstep:
         self.yielded = threading.Event()
         self.runs = [_Run(self, f) for f in functions]
         self.templates: dict[tuple, _Template] = {}
-        self.rounds = self.evaluations = self.fallbacks = 0
+        self.rounds = self.evaluations = self.batched = self.fallbacks = 0
 
     def closure(
         self, mll: ExactMarginalLogLikelihood
@@ -443,6 +444,7 @@ class Lockstep:
         except Exception:  # e.g. a failed factorization: each run evaluates alone
             self.fallbacks += len(requests)
             return
+        self.batched += len(requests)
         for slot, request in enumerate(requests):
             grads = tuple(
                 None if parameters[name].grad is None else parameters[name].grad[slot]

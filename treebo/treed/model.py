@@ -30,7 +30,6 @@ HTBO-WARP.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -54,7 +53,7 @@ from treebo.gp.correlation import pairwise_sq_dist, stationary_correlation
 from treebo.treed.factors import FactorGroup, build_factor_groups
 from treebo.treed.fit import WeightedPseudoLikelihood, fit_treed_gp
 from treebo.treed.kernel import TreedLeafKernel
-from treebo.treed.partition import build_partition, padded_rows
+from treebo.treed.partition import TreePartition, build_partition, padded_rows
 from treebo.treed.pruning import loo_prune
 
 #: Smallest posterior variance returned (standardized units).
@@ -78,13 +77,10 @@ class TreedGP(Model, GP):
             outcomes).
         outcome_transform: Applied to ``train_Y`` (default ``Standardize``;
             ``None`` for none).
-        split_test: Accepts or rejects each split while the partition grows (see
-            [`build_partition()`][treebo.treed.partition.build_partition]; default:
-            every split that reduces the squared error).
-        prune: Prune the grown tree to the subtree whose leaf GPs predict the training
-            points best in leave-one-out
-            ([`loo_prune()`][treebo.treed.pruning.loo_prune]); ``False`` keeps paper
-            003's tree.
+
+    The partition comes from
+    [`grow_partition()`][treebo.treed.model.TreedGP.grow_partition]; a subclass that
+    overrides it tries another (e.g. paper 003's tree, unpruned).
 
     Attributes:
         partition: The [`TreePartition`][treebo.treed.partition.TreePartition], in
@@ -113,8 +109,6 @@ class TreedGP(Model, GP):
         max_depth: int | None = None,
         noise_floor: float = 1e-6,
         outcome_transform: Any = "DEFAULT",
-        split_test: Callable[[Tensor, Tensor], Tensor] | None = None,
-        prune: bool = True,
     ) -> None:
         super().__init__()
         if train_X.dim() != 2 or train_Y.dim() != 2 or train_Y.shape[-1] != 1:
@@ -146,10 +140,7 @@ class TreedGP(Model, GP):
         y = train_Y.squeeze(-1)
         self.train_inputs = (X,)
         self.train_targets = y
-        partition = build_partition(X, y, min_leaf_size, max_depth, split_test)
-        if prune:
-            partition = loo_prune(partition, X, y)
-        self.partition = partition
+        self.partition = self.grow_partition(X, y, min_leaf_size, max_depth)
         L = self.partition.num_leaves
         batch = torch.Size([L])
         self.covar_module = TreedLeafKernel(self.partition, dim=d)
@@ -178,6 +169,25 @@ class TreedGP(Model, GP):
         self._cache: tuple[Tensor, ...] | None = None
 
     # ------------------------------------------------------------ structure
+
+    def grow_partition(
+        self, X: Tensor, y: Tensor, min_leaf_size: int, max_depth: int | None
+    ) -> TreePartition:
+        """The partition of the training points: grown by
+        [`build_partition()`][treebo.treed.partition.build_partition] (every split
+        that reduces the squared error), then pruned to the subtree whose leaf GPs
+        predict the points best in leave-one-out
+        ([`loo_prune()`][treebo.treed.pruning.loo_prune]).
+
+        Args:
+            X: ``n x d`` training inputs in the unit cube.
+            y: ``n`` training targets (transformed).
+            min_leaf_size: The fewest points a leaf holds.
+            max_depth: The deepest a leaf may be (``None``: no limit).
+        """
+        partition = build_partition(X, y, min_leaf_size, max_depth)
+        return loo_prune(partition, X, y)
+
     def _set_factor_tables(self) -> None:
         """Keep the pseudo-likelihood factors
         ([`build_factor_groups()`][treebo.treed.factors.build_factor_groups]) and each

@@ -125,7 +125,8 @@ class TreedStrategy(Strategy):
 
     def build_model(self, observations: Observations) -> TreedGP:
         """The unfitted treed GP of the observations (a subclass may build
-        another, e.g. Assael et al.'s (2014) unpruned tree with ``prune=False``)."""
+        another, e.g. a ``TreedGP`` subclass whose ``grow_partition()`` keeps
+        Assael et al.'s (2014) unpruned tree)."""
         opts = self.options
         bounds = observations.space.bounds.to(observations.X)
         return TreedGP(
