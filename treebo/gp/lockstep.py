@@ -63,8 +63,8 @@ BATCHED_OBJECTIVES = (ExactMarginalLogLikelihood, CholeskyMarginalLogLikelihood)
 #: statistics (a fit does not read them; a stacked model's posterior does).
 _DATA_TENSORS = ("noise_covar.noise", "outcome_transform.means")
 _DATA_TENSORS += ("outcome_transform.stdvs", "outcome_transform._stdvs_sq")
-#: Data tensors with a value per training point, padded with this value.
-_POINTWISE = {"noise_covar.noise": 1.0}
+#: Data tensors with a value per training point (padded with ones).
+_POINTWISE = ("noise_covar.noise",)
 #: Attributes that hold each run's data or state (a batched evaluation trains).
 _DATA_ATTRIBUTES = ("train_inputs", "train_targets", "prediction_strategy", "training")
 
@@ -178,13 +178,12 @@ class _Template:
                 stacked = torch.stack([_lookup(m, name) for m in models])
                 _assign(batched, name, torch.nn.Parameter(stacked))
             for name in self.data_tensors:
-                fill = next((v for k, v in _POINTWISE.items() if name.endswith(k)), 0)
                 tensors = [_lookup(m, name) for m in models]
-                if fill and all(
+                if name.endswith(_POINTWISE) and all(
                     t.shape[-1] == m.train_targets.shape[-1]
                     for t, m in zip(tensors, models, strict=True)
                 ):
-                    tensors = [_grow(t, n, fill) for t in tensors]
+                    tensors = [_grow(t, n, 1.0) for t in tensors]
                 _assign(batched, name, torch.stack(tensors))
         X = torch.stack([_grow(m.train_inputs[0], n) for m in models])
         y = torch.stack([_grow(m.train_targets, n, 0.0) for m in models])
@@ -195,8 +194,9 @@ class _Template:
 
 
 def _grow(tensor: Tensor, size: int, fill: float | None = None) -> Tensor:
-    """``tensor`` grown along its last dimension (``fill`` not given: its first to
-    last dimension, copies of its first row) to ``size`` entries."""
+    """``tensor`` padded to ``size`` entries: ``n x d`` inputs (no ``fill``) with
+    copies of their first row, other tensors along their last dimension with
+    ``fill``."""
     if fill is None:  # n x d inputs: copies of the first point
         pads = tensor[:1].expand(size - tensor.shape[-2], tensor.shape[-1])
         return torch.cat([tensor, pads], dim=-2)
