@@ -80,7 +80,7 @@ class TreedGP(Model, GP):
 
     The partition comes from
     [`grow_partition()`][treebo.treed.model.TreedGP.grow_partition]; a subclass that
-    overrides it tries another (e.g. paper 003's tree, unpruned).
+    overrides it tries another (e.g. Assael et al.'s (2014) tree, unpruned).
 
     Attributes:
         partition: The [`TreePartition`][treebo.treed.partition.TreePartition], in
@@ -184,6 +184,9 @@ class TreedGP(Model, GP):
             y: ``n`` training targets (transformed).
             min_leaf_size: The fewest points a leaf holds.
             max_depth: The deepest a leaf may be (``None``: no limit).
+
+        Returns:
+            The [`TreePartition`][treebo.treed.partition.TreePartition] of ``X``.
         """
         partition = build_partition(X, y, min_leaf_size, max_depth)
         return loo_prune(partition, X, y)
