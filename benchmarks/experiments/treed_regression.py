@@ -40,7 +40,7 @@ from treebo.treed.pruning import loo_prune
 
 def treed_variant(split_test=None, prune: bool = True) -> type[TreedGP]:
     """``TreedGP`` whose partition accepts each split by ``split_test`` (see
-    ``build_partition``) and is pruned or not (paper 003's tree)."""
+    ``build_partition``) and is pruned or not (Assael et al.'s (2014) tree)."""
 
     class Variant(TreedGP):
         def grow_partition(self, X, y, min_leaf_size, max_depth):

@@ -60,9 +60,8 @@ def main(argv: list[str] | None = None) -> None:
     lockstep_s = time.perf_counter() - t0
     for (task, seed), (_, error) in zip(runs, outcomes, strict=True):
         if error is not None:
-            raise RuntimeError(
-                f"{task.space_id}_{task.dataset_id} seed {seed}"
-            ) from error
+            name = f"{task.space_id}_{task.dataset_id}"
+            raise RuntimeError(f"{name} seed {seed} failed in lockstep") from error
     record = {
         "space": args.space,
         "runs": len(runs),
