@@ -63,6 +63,18 @@ def own_value_and_gradients(model) -> tuple[float, dict[str, torch.Tensor]]:
     return float(-loss.detach()), dict(zip(parameters, grads, strict=True))
 
 
+def assert_each_models_own(values, parameters, models) -> None:
+    """The batched ``values`` and, after their backward pass, the gradients of the
+    stacked ``parameters`` are each model's own (1e-12)."""
+    values.sum().backward()
+    for slot, model in enumerate(models):
+        value, grads = own_value_and_gradients(model)
+        assert abs(float(values[slot].detach()) - value) < 1e-12
+        for name, grad in grads.items():
+            batched_grad = parameters[name].grad[slot]
+            torch.testing.assert_close(-batched_grad, grad, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("known_noise", [False, True])
 def test_a_stacked_model_gives_each_model_its_own_value_and_gradient(known_noise):
     models = add_tree_models(known_noise=known_noise)
@@ -72,13 +84,7 @@ def test_a_stacked_model_gives_each_model_its_own_value_and_gradient(known_noise
     inputs = [batched.transform_inputs(X=x) for x in batched.train_inputs]
     values = mll(batched(*batched.train_inputs), batched.train_targets, *inputs)
     assert values.shape == (3,)
-    values.sum().backward()
-    for slot, model in enumerate(models):
-        value, grads = own_value_and_gradients(model)
-        assert abs(float(values[slot].detach()) - value) < 1e-12
-        for name, grad in grads.items():
-            batched_grad = parameters[name].grad[slot]
-            torch.testing.assert_close(-batched_grad, grad, rtol=1e-10, atol=1e-12)
+    assert_each_models_own(values, parameters, models)
 
 
 @pytest.mark.parametrize("known_noise", [False, True])
@@ -92,13 +98,7 @@ def test_models_with_fewer_points_are_padded_to_their_own_value_and_gradient(
     mll = PaddedMarginalLogLikelihood(batched.likelihood, batched, sizes).train()
     parameters = get_parameters(mll, requires_grad=True)
     values = mll(batched(*batched.train_inputs), batched.train_targets)
-    values.sum().backward()
-    for slot, model in enumerate(models):
-        value, grads = own_value_and_gradients(model)
-        assert abs(float(values[slot].detach()) - value) < 1e-12
-        for name, grad in grads.items():
-            batched_grad = parameters[name].grad[slot]
-            torch.testing.assert_close(-batched_grad, grad, rtol=1e-10, atol=1e-12)
+    assert_each_models_own(values, parameters, models)
 
 
 def test_stack_models_refuses_models_it_cannot_stack():
