@@ -191,6 +191,11 @@ def test_precomputed_features_give_the_same_covariance_and_gradients(
     with torch.no_grad():
         read = kernel.forward(X1, X2, x2_features=kernel.slot_features(other))
         torch.testing.assert_close(read, kernel.forward(X1, other))
+        # And of the first, in the cross-covariance and its diagonal.
+        read = kernel.forward(other, X2, x1_features=kernel.slot_features(X1))
+        torch.testing.assert_close(read, kernel.forward(X1, X2))
+        diag = kernel.forward(X1, X1, diag=True, x1_features=kernel.slot_features(X1))
+        assert torch.equal(diag, kernel.forward(X1, X1, diag=True))
 
 
 @pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])

@@ -85,3 +85,11 @@ def test_the_slot_gram_is_the_weighted_sum_of_slot_correlations(
         dense = dense + same * offset.unsqueeze(-1)
     torch.testing.assert_close(K, dense.sum(0))
     assert torch.autograd.gradcheck(gram, (a, b, scale, offset, tau))
+    # Kept or recomputed for the backward pass, the parts give the same bits.
+    inputs = [t for t in (a, b, scale, offset, tau) if t is not None]
+    kept = torch.autograd.grad(K.square().sum(), inputs)
+    monkeypatch.setattr(correlation, "KEEP_ELEMENTS", 0)
+    K_again = gram(a, b, scale, offset, tau)
+    assert torch.equal(K_again, K)
+    recomputed = torch.autograd.grad(K_again.square().sum(), inputs)
+    assert all(map(torch.equal, kept, recomputed))

@@ -113,6 +113,34 @@ def test_bad_pools_are_refused_with_the_reason():
         minimize(problem.objective, space, budget=6, candidates=pool)
 
 
+def test_a_tensor_pool_is_checked_once_until_it_changes(monkeypatch):
+    import treebo.loop.optimizer as optimizer_module
+
+    space = Jenatton().space
+    opt = TreeOptimizer(space, seed=0, n_initial=5)
+    calls = []
+
+    def counted(*args):
+        calls.append(args)
+        return encode_candidates(*args)
+
+    monkeypatch.setattr(optimizer_module, "encode_candidates", counted)
+    pool = space.sample(6, seed=0)
+    first = opt.ask(candidates=pool)
+    opt.ask(candidates=pool)
+    assert len(calls) == 1
+    pool.copy_(space.sample(6, seed=1))  # changed in place: checked again
+    beyond = pool.clone()
+    beyond[3, 0] = 5.0
+    with pytest.raises(ValueError, match="row 3 is not a configuration"):
+        opt.ask(candidates=beyond)
+    assert opt.ask(candidates=pool) != first
+    assert len(calls) == 3
+    opt.ask(candidates=space.to_dicts(pool))  # configurations: checked every time
+    opt.ask(candidates=space.to_dicts(pool))
+    assert len(calls) == 5
+
+
 def test_a_strategy_without_an_acquisition_says_it_cannot_choose_from_a_pool():
     class Greedy(Strategy):
         name = "greedy"

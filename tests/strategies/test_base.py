@@ -1,6 +1,8 @@
 """The Strategy seam: the registry, make_strategy, the deprecated model=, and shared
 checks."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -75,6 +77,33 @@ def test_a_strategy_serves_one_optimizer():
     TreeOptimizer(space, strategy=strategy)
     with pytest.raises(ValueError, match="already serves another optimizer"):
         TreeOptimizer(space, strategy=strategy)
+
+
+def test_a_scratch_copy_fits_without_touching_the_strategy_and_skips_its_model():
+    from treebo.test_functions import Jenatton
+
+    problem = Jenatton()
+    opt = TreeOptimizer(problem.space, seed=0, n_initial=5)
+    for _ in range(6):
+        params = opt.ask()
+        opt.tell(params, problem.objective(params))
+    strategy = opt.strategy
+    model, state = strategy.last_model, strategy.state_dict()
+    copied = strategy.scratch_copy()
+    assert copied.last_model is None and strategy.last_model is model
+    assert copied.state_dict() == state
+    obs = opt.observations()
+    copied.fit(
+        dataclasses.replace(
+            obs,
+            X=obs.X[:-1],
+            y=obs.y[:-1],
+            kinds=obs.kinds[:-1],
+            failed=obs.failed[:-1],
+        )
+    )
+    assert copied.last_model.train_inputs[0].shape[0] == 5
+    assert strategy.state_dict() == state and strategy.last_model is model
 
 
 def test_a_registered_subclass_is_found_by_name_and_options_keep_the_built_in():

@@ -384,10 +384,12 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         diag: bool = False,
         last_dim_is_batch: bool = False,
         x2_features: SlotFeatures | None = None,
+        x1_features: SlotFeatures | None = None,
         **params,
     ) -> Tensor:
         """The covariance of ``x1`` and ``x2`` as any GPyTorch kernel's, reading
-        ``x2_features`` (``slot_features(x2)`` computed beforehand) where given."""
+        ``x1_features`` and ``x2_features`` (``slot_features()`` of ``x1`` and ``x2``
+        computed beforehand) where given."""
         if last_dim_is_batch:
             raise NotImplementedError(
                 "AddTreeKernel does not support last_dim_is_batch."
@@ -398,16 +400,21 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
                     f"AddTreeKernel expects {name} with {self.dim} columns, got "
                     f"shape {tuple(x.shape)}."
                 )
-        gram = self._vertex_terms(x1, x2, diag, x2_features)
+        gram = self._vertex_terms(x1, x2, diag, x1_features, x2_features)
         if self.interaction is not None:
             gram = gram + self.interaction.forward(x1, x2, diag=diag)
         return gram
 
     def _vertex_terms(
-        self, x1: Tensor, x2: Tensor, diag: bool, x2_features: SlotFeatures | None
+        self,
+        x1: Tensor,
+        x2: Tensor,
+        diag: bool,
+        x1_features: SlotFeatures | None,
+        x2_features: SlotFeatures | None,
     ) -> Tensor:
         """The sum of the vertex terms (and offsets, shared components)."""
-        features = self._slot_features(x1)
+        features = self._slot_features(x1) if x1_features is None else x1_features
         ids1, z1, s1, o1, p1 = features
         if x2_features is None:  # the same tensor (a training covariance): once
             x2_features = features if x2 is x1 else self._slot_features(x2)

@@ -395,13 +395,17 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         if "features" not in cache:  # the training points' side, once per cache
             with torch.no_grad():
                 cache["features"] = kernel.slot_features(cache["X"])
-        kzx = kernel.forward(Z, cache["X"], x2_features=cache["features"])
+        features = kernel.slot_features(Z)  # the queries' side, once
+        kzx = kernel.forward(
+            Z, cache["X"], x1_features=features, x2_features=cache["features"]
+        )
         mean = (kzx @ cache["alpha"].unsqueeze(-1)).squeeze(-1)
         mean = mean + cache["constant"][..., None]
         w = torch.linalg.solve_triangular(
             cache["L"], kzx.transpose(-1, -2), upper=False
         )
-        var = (kernel.forward(Z, Z, diag=True) - w.pow(2).sum(-2)).clamp_min(0.0)
+        prior = kernel.forward(Z, Z, diag=True, x1_features=features)
+        var = (prior - w.pow(2).sum(-2)).clamp_min(0.0)
         if cache["X"].dim() == 2:
             mean, var = mean.reshape(shape), var.reshape(shape)
         return self.untransform_moments(mean, var)

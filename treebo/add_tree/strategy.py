@@ -23,7 +23,6 @@ Ma & Blaschko (2020).
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
 from typing import Any
@@ -238,7 +237,7 @@ class AddTreeStrategy(Strategy):
         proposals stay as they would have been."""
         if observations.noise == "deterministic":
             return None
-        copied = copy.deepcopy(self)
+        copied = self.scratch_copy()
         model = copied.fit(observations)
         if copied.resolves_locally(model):
             return None

@@ -162,10 +162,18 @@ class SlotGram(torch.autograd.Function):
         base_kernel: str,
     ) -> Tensor:
         parts = _SlotParts(a, b, ids_a, ids_b, scale, offset, tau, p, q, base_kernel)
+        # Small problems keep each block's parts for the backward pass (where they
+        # would be recomputed: a quarter of the work); large ones keep nothing.
+        keep = any(ctx.needs_input_grad) and parts.elements() <= KEEP_ELEMENTS
+        kept = []
         out = None
         for rows in parts.row_blocks():
-            k, _, weight, same_r = parts.block(rows, derivative=False)
-            terms = _times(k, weight)
+            k, dk, weight, same_r = parts.block(rows, derivative=keep)
+            if keep:
+                kept.append((k, dk, weight, same_r))
+                terms = k * weight
+            else:
+                terms = _times(k, weight)
             if offset is not None:
                 terms = _plus_product(
                     terms, same_r, parts.rows(offset, rows, 1)[..., None]
@@ -177,6 +185,7 @@ class SlotGram(torch.autograd.Function):
                 out = _rows_into(out, block, rows, parts.n, -2)
         ctx.save_for_backward(a, b, ids_a, ids_b, scale, offset, tau, p, q)
         ctx.base_kernel = base_kernel
+        ctx.kept = kept  # intermediates, never returned or changed in place
         return out
 
     @staticmethod
@@ -195,8 +204,11 @@ class SlotGram(torch.autograd.Function):
             needs[6],
         )
         grad_a = grad_b = grad_scale = grad_offset = grad_tau = None
-        for rows in parts.row_blocks():
-            k, dk, weight, same_r = parts.block(rows, derivative=need_a or need_b)
+        for i, rows in enumerate(parts.row_blocks()):
+            if ctx.kept:
+                k, dk, weight, same_r = ctx.kept[i]
+            else:
+                k, dk, weight, same_r = parts.block(rows, derivative=need_a or need_b)
             G = grad[..., rows, :].unsqueeze(-3)  # *b x 1 x r x m
             if need_a or need_b:
                 g = (G * weight).mul_(dk)  # *b x S x r x m, without dk's scale
@@ -242,6 +254,12 @@ class SlotGram(torch.autograd.Function):
 #: ``n = 3000`` (measured on one core).
 BLOCK_ELEMENTS = 2**18
 
+#: Most elements of ``S x n x m`` (times the batch) for which
+#: [`SlotGram`][treebo.gp.correlation.SlotGram]'s forward pass keeps its correlations,
+#: derivative factors, weights and indicators for the backward pass (at most four
+#: tensors of this size, 32 MB each in float64) instead of recomputing them.
+KEEP_ELEMENTS = 2**22
+
 
 class _SlotParts:
     """Row blocks of [`SlotGram`][treebo.gp.correlation.SlotGram]'s correlations and
@@ -258,6 +276,11 @@ class _SlotParts:
         self.n = a.shape[-2]
         # dk/d(sq) = dk_scale * (the block's derivative factor)
         self.dk_scale = -0.5 if base_kernel == "rbf" else -5.0 / 6.0
+
+    def elements(self) -> int:
+        """Elements of one ``*b x S x n x m`` tensor."""
+        batch = torch.broadcast_shapes(self.a.shape[:-3], self.b.shape[:-3])
+        return batch.numel() * self.b.shape[-3] * self.n * self.b.shape[-2]
 
     def row_blocks(self) -> list[slice]:
         if self.a.device.type != "cpu":

@@ -158,6 +158,8 @@ class TreeOptimizer:
         self.checkpoint = Path(checkpoint) if checkpoint is not None else None
         self.history = History(space)
         self._pending: list[dict[str, Any]] = []
+        # The last encoded tensor pool: (the tensor, its version, the encoding).
+        self._encoded_pool: tuple[Tensor, int, Tensor] | None = None
         design = initial_design(space, n_initial, seed)
         encoded = space.to_tensor(design)
         snapped = self.strategy.snap(space, encoded)
@@ -428,9 +430,22 @@ class TreeOptimizer:
     def _fresh(self, candidates: Sequence[Mapping[str, Any]] | Tensor) -> Tensor:
         """The rows of the pool that are neither evaluated nor pending."""
         seen = [self.history.X] + [p["x"].unsqueeze(0) for p in self._pending]
-        return fresh_candidates(
-            self.space, encode_candidates(self.space, candidates), torch.cat(seen)
-        )
+        return fresh_candidates(self.space, self._encode(candidates), torch.cat(seen))
+
+    def _encode(self, candidates: Sequence[Mapping[str, Any]] | Tensor) -> Tensor:
+        """``encode_candidates()``, checked once per tensor pool: the same tensor,
+        unchanged since (its version counter), is not checked again."""
+        cached = self._encoded_pool
+        if (
+            cached is not None
+            and candidates is cached[0]
+            and candidates._version == cached[1]
+        ):
+            return cached[2]
+        pool = encode_candidates(self.space, candidates)
+        if isinstance(candidates, Tensor):
+            self._encoded_pool = (candidates, candidates._version, pool)
+        return pool
 
     def training_data(self) -> tuple[Tensor, Tensor]:
         """Encoded inputs and standardized scores to maximize (``n x d``, ``n x 1``).

@@ -26,6 +26,7 @@ New model families register a strategy under a name, which
 
 from __future__ import annotations
 
+import copy
 import importlib
 import importlib.metadata
 import warnings
@@ -187,6 +188,13 @@ class Strategy(ABC):
             )
         self._claimed = True
         return self
+
+    def scratch_copy(self) -> Strategy:
+        """A deep copy to fit other observations with, this strategy left as it is
+        (e.g. to compare fits with and without some rows). The last model is not
+        copied: the copy's ``last_model`` is ``None`` until it fits its own."""
+        memo = {} if self.last_model is None else {id(self.last_model): None}
+        return copy.deepcopy(self, memo)
 
     def validate_space(self, space: TreeSpace) -> None:
         """Refuse a space this model cannot handle, before any evaluation.

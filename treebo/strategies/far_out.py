@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from typing import Protocol
 
@@ -116,6 +115,10 @@ class FitsModel(Protocol):
         strategy's state, which the fit updates)."""
         ...
 
+    def scratch_copy(self) -> FitsModel:
+        """A deep copy that fits without changing the strategy."""
+        ...
+
 
 def screen_far_out(
     observations: Observations, strategy: FitsModel
@@ -138,7 +141,7 @@ def screen_far_out(
     if not bool(rows.any()):
         return observations, None
     reduced, shift, scale = leave_out(observations, rows)
-    apart = copy.deepcopy(strategy)
+    apart = strategy.scratch_copy()
     try:
         inliers = apart.fit(reduced)
     except (ModelFittingError, RuntimeError, ValueError):  # keep what fits
