@@ -38,9 +38,12 @@ from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement
 from torch import Tensor
 
 from treebo.add_tree import AddTreeOptions, AddTreeStrategy
-from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.add_tree.model import AddTreeGP
-from treebo.add_tree.options import LocalStepOptions
+from treebo.add_tree.options import (
+    LOOP_KERNEL_OPTIONS,
+    AddTreeKernelOptions,
+    LocalStepOptions,
+)
 from treebo.strategies.base import Observations, Proposal
 from treebo.strategies.fitting import WarmStartFit
 

@@ -44,7 +44,7 @@ from treebo.add_tree import (
     AddTreeUCBOptions,
     AddTreeUCBStrategy,
 )
-from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.add_tree.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.loop.outcomes import score_scale
 from treebo.treed import TreedOptions, TreedStrategy
 

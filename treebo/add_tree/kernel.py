@@ -52,9 +52,12 @@ from treebo.add_tree.features import (
     interacting_vertices,
     vertex_features,
 )
-from treebo.add_tree.hyperparameters import VertexHyperparameters, log_normal_prior
-from treebo.add_tree.kernel_options import BASE_KERNELS, validate_vertex_bias
-from treebo.add_tree.sharing import sharing_groups
+from treebo.add_tree.hyperparameters import (
+    VertexHyperparameters,
+    log_normal_prior,
+    sharing_groups,
+)
+from treebo.add_tree.options import BASE_KERNELS, validate_vertex_bias
 from treebo.gp.correlation import SlotGram, stationary_correlation
 from treebo.space.structure import (
     HierarchicalDependencies,

@@ -8,16 +8,21 @@ whose module explains the local model. Steps cycle through
 ``options.mean == "auto"`` the local model fits the residuals of the global model's
 posterior mean while the neighbourhood's values spread more than the global model's
 noise standard deviation.
+
+Failure counts ([`count_failures()`][treebo.add_tree.local_steps.count_failures])
+schedule local steps (after some failed global proposals) and tell when the incumbent's
+basin is resolved ([`basin_resolved()`][treebo.add_tree.local_steps.basin_resolved]:
+after some failed local steps in a row), so that proposals may move elsewhere.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Sequence
+from typing import ClassVar, NamedTuple
 
 import torch
 from torch import Tensor
 
-from treebo.add_tree.basins import Failures
 from treebo.add_tree.local_refinement import (
     linf_distance,
     local_refinement_candidate,
@@ -27,6 +32,59 @@ from treebo.add_tree.model import AddTreeGP
 from treebo.add_tree.options import LocalStepOptions
 from treebo.space import TreeSpace
 from treebo.strategies.base import Observations, is_observed
+
+#: Kinds of model-based global proposals.
+GLOBAL_KINDS = ("bo", "away")
+
+
+class Failures(NamedTuple):
+    """Proposals that did not improve the incumbent.
+
+    Attributes:
+        global_: Global (``"bo"``, ``"away"``) proposals since the incumbent
+            last improved or the last local step.
+        local: Failed local steps since a non-local proposal last improved the
+            incumbent (a new basin); local improvements do not reset it.
+        local_streak: Failed local steps in a row (reset by any improvement).
+    """
+
+    global_: int
+    local: int
+    local_streak: int
+
+
+def count_failures(scores: Tensor, kinds: Sequence[str]) -> Failures:
+    """The [`Failures`][treebo.add_tree.local_steps.Failures] of a history.
+
+    Args:
+        scores: ``n`` scores to maximize, ``-inf`` for failed trials.
+        kinds: The ``n`` trials' kinds (``"local"`` for local steps).
+
+    Example:
+        >>> import torch
+        >>> count_failures(torch.tensor([1.0, 0.5, 0.7]), ["initial", "bo", "local"])
+        Failures(global_=0, local=1, local_streak=1)
+    """
+    best = -float("inf")
+    global_failures = local_failures = streak = 0
+    for kind, score in zip(kinds, scores.tolist(), strict=True):
+        improved = score > best
+        best = max(best, score)
+        if kind == "local":
+            global_failures = 0
+            local_failures += 0 if improved else 1
+            streak = 0 if improved else streak + 1
+        elif improved:
+            global_failures = local_failures = streak = 0
+        elif kind in GLOBAL_KINDS:
+            global_failures += 1
+    return Failures(global_failures, local_failures, streak)
+
+
+def basin_resolved(failures: Failures, patience: int | None) -> bool:
+    """Whether ``patience`` local steps in a row have failed (never if ``None``)."""
+    return patience is not None and failures.local_streak >= patience
+
 
 #: Local steps that land this close to an evaluated point are dropped.
 LOCAL_REPEAT_TOL = 1e-12

@@ -12,6 +12,14 @@ $$
 
 and on any path the component means sum (with $m$) to the GP's posterior mean. These are
 what Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020) maximizes vertex by vertex.
+
+Two training points covary only through a vertex both pass through whose term is not
+zero (a vertex with parameters, or with a constant). Where no such vertex is shared by
+all points (a root without parameters or constant, and no component shared across a
+depth), the points fall into groups that do not covary
+([`covarying_groups()`][treebo.add_tree.model.covarying_groups]), and the covariance
+matrix is block diagonal after sorting them by group
+([`BlockDiagonalCovariance`][treebo.gp.exact_mll.BlockDiagonalCovariance]).
 """
 
 from __future__ import annotations
@@ -37,15 +45,44 @@ from gpytorch.likelihoods import (
 from linear_operator.operators import DiagLinearOperator
 from torch import Tensor
 
-from treebo.add_tree.blocks import covarying_groups
 from treebo.add_tree.kernel import AddTreeKernel
-from treebo.add_tree.kernel_options import AddTreeKernelOptions
+from treebo.add_tree.options import AddTreeKernelOptions
 from treebo.gp.cached_solve import CachedSolveMixin
 from treebo.space.structure import (
     HierarchicalDependencies,
     TreeStructure,
     as_tree_structure,
 )
+
+
+def covarying_groups(active: Tensor) -> Tensor:
+    """Connected groups of points that share a vertex, through any chain of vertices.
+
+    Args:
+        active: ``n x V`` booleans: whether each point passes through each vertex
+            (restricted to the vertices whose terms are not zero).
+
+    Returns:
+        ``n`` labels ``0 .. B - 1``; points with no such vertex (they covary with
+        nothing, noise aside) share one label.
+
+    Example:
+        >>> active = torch.tensor([[1, 0, 0], [0, 1, 0], [1, 0, 1], [0, 0, 0]]).bool()
+        >>> covarying_groups(active).tolist()
+        [0, 1, 0, 2]
+    """
+    V = active.shape[-1]
+    a = active.to(torch.float64)
+    linked = (a.transpose(-1, -2) @ a) > 0  # V x V: some point passes through both
+    label = torch.arange(V, device=active.device)
+    while True:  # spread the smallest label over linked vertices (<= V rounds)
+        spread = torch.where(linked, label.unsqueeze(0), V).amin(-1)
+        spread = torch.minimum(spread, label)
+        if torch.equal(spread, label):
+            break
+        label = spread
+    point = torch.where(active, label.unsqueeze(0), V).amin(-1)  # V: no vertex
+    return torch.unique(point, return_inverse=True)[1]
 
 
 class VertexPosterior(NamedTuple):
@@ -188,7 +225,7 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
             parameter columns (e.g. ``TreeSpace.categorical_values``), modelled
             by one-hot features inside their vertex's kernel; default none.
         **kernel_options: The kernel's structural settings, the fields of
-            [`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions]
+            [`AddTreeKernelOptions`][treebo.add_tree.options.AddTreeKernelOptions]
             (``base_kernel``, ``vertex_bias``, ``share_lengthscales``,
             ``share_outputscales``, ``shared_component``); default Definition 4 of the
             paper.
@@ -304,7 +341,7 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
                 further category). Ignored where ``categorical_values`` is
                 given.
             **kwargs: Kernel options (fields of
-                [`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions])
+                [`AddTreeKernelOptions`][treebo.add_tree.options.AddTreeKernelOptions])
                 and ``SingleTaskGP.construct_inputs``' own arguments.
         """
         names = AddTreeKernelOptions.names()
@@ -339,7 +376,7 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
 
     def covariance_blocks(self) -> Tensor | None:
         """Labels of training points that do not covary
-        ([`covarying_groups()`][treebo.add_tree.blocks.covarying_groups]), for a
+        ([`covarying_groups()`][treebo.add_tree.model.covarying_groups]), for a
         block-by-block marginal likelihood
         ([`BlockDiagonalCovariance`][treebo.gp.exact_mll.BlockDiagonalCovariance]).
 

@@ -12,8 +12,9 @@ acquisition over every path at once, and then applies three rules:
 2. A global proposal that repeats an evaluated point (to ``1e-4`` of each
    range) is replaced by the best path candidate not yet evaluated.
 3. Add-Tree-GP-UCB only: once local steps stop improving
-   ([`basin_resolved()`][treebo.add_tree.basins.basin_resolved]), a global proposal near
-   the incumbent is moved to the best candidate elsewhere (kind ``"away"``).
+   ([`basin_resolved()`][treebo.add_tree.local_steps.basin_resolved]), a global
+   proposal near the incumbent is moved to the best candidate elsewhere (kind
+   ``"away"``).
 
 ``"add_tree"`` ([`AddTreeStrategy`][treebo.add_tree.strategy.AddTreeStrategy]) maximizes
 ``LogExpectedImprovement``; ``"add_tree_ucb"``
@@ -33,13 +34,20 @@ from botorch.acquisition.analytic import PosteriorStandardDeviation
 from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
-from treebo.add_tree.basins import Failures, basin_resolved, count_failures
-from treebo.add_tree.kernel_options import AddTreeKernelOptions, distinct_kernel
-from treebo.add_tree.local_steps import LocalSteps
+from treebo.add_tree.acquisition import AddTreeUCB, optimize_add_tree_ucb
+from treebo.add_tree.local_steps import (
+    Failures,
+    LocalSteps,
+    basin_resolved,
+    count_failures,
+)
 from treebo.add_tree.model import AddTreeGP
-from treebo.add_tree.optimize import optimize_add_tree_ucb
-from treebo.add_tree.options import AddTreeOptions, AddTreeUCBOptions
-from treebo.add_tree.ucb import AddTreeUCB
+from treebo.add_tree.options import (
+    AddTreeKernelOptions,
+    AddTreeOptions,
+    AddTreeUCBOptions,
+    distinct_kernel,
+)
 from treebo.gp.fit import (
     loo_log_densities,
     noise_floor_likelihood,

@@ -43,7 +43,7 @@ except ImportError as err:  # pragma: no cover - exercised without ax installed
         "treebo.integrations.ax needs Ax: pip install 'treebo[ax]'."
     ) from err
 
-from treebo.add_tree.kernel_options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.add_tree.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.space import (
     Categorical,
     Choice,
@@ -57,7 +57,7 @@ from treebo.space.parameter_tree import build_root
 _LABEL_TYPES = {bool: ParameterType.BOOL, int: ParameterType.INT}
 
 #: The kernel options of treebo's loop
-#: (``treebo.add_tree.kernel_options.LOOP_KERNEL_OPTIONS``)
+#: (``treebo.add_tree.options.LOOP_KERNEL_OPTIONS``)
 #: as ``AddTreeGP`` keyword arguments: the default ``model_options`` of
 #: ``add_tree_generation_strategy()``: sharing by depth lets an unexplored
 #: branch borrow its siblings' scales (docs/design.md). Without a
@@ -300,7 +300,7 @@ def add_tree_generation_strategy(
     Args:
         num_initial_trials: Quasi-random trials before the model takes over.
         model_options: The kernel's settings, as
-            [`AddTreeKernelOptions`][treebo.add_tree.kernel_options.AddTreeKernelOptions]
+            [`AddTreeKernelOptions`][treebo.add_tree.options.AddTreeKernelOptions]
             or a dict of its fields. Default: the loop's (`LOOP_MODEL_OPTIONS`:
             lengthscales and output scales shared by depth, an offset per vertex, shared
             components); ``{}`` gives Definition 4 of the Add-Tree paper.

@@ -1,7 +1,7 @@
 """Optimizers for acquisition functions on tree-structured spaces.
 
 The generic optimizers live here; the model families' own optimizers live in their
-folders ([`optimize_add_tree_ucb()`][treebo.add_tree.optimize.optimize_add_tree_ucb],
+folders ([`optimize_add_tree_ucb()`][treebo.add_tree.acquisition.optimize_add_tree_ucb],
 [`optimize_acqf_zooming()`][treebo.tree_additive.zooming.optimize_acqf_zooming], ...).
 """
 
