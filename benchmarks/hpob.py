@@ -217,9 +217,31 @@ def table(records: list[dict], checkpoints=(25, 50, 100)) -> list[str]:
             + " |"
             + " |" * (1 + len(spaces))
         )
+    lines += ["", *lockstep_walls(records)]
     lines += ["", *paired_against(records, "random", checkpoints)]
     variants = paired_against(records, "treebo", checkpoints, exclude={"random"})
     return lines + (["", *variants] if variants else [])
+
+
+def lockstep_walls(records: list[dict]) -> list[str]:
+    """One line per batch of runs made with ``--lockstep`` (one process each): its
+    runs, spaces and wall time (the last run's ``wall_seconds``), machine and date."""
+    batches: dict[tuple, list[dict]] = {}
+    for r in records:
+        if r.get("lockstep_runs"):
+            key = (r["method"], r["date"], r["machine"], r["lockstep_runs"])
+            batches.setdefault(key, []).append(r)
+    lines = []
+    for (method, date, machine, size), runs in sorted(batches.items()):
+        spaces = ", ".join(sorted({r["problem"].split("_")[1] for r in runs}))
+        minutes = max(r["wall_seconds"] for r in runs) / 60
+        lines.append(
+            f"- `{method}` in lockstep, {len(runs)} of {size} runs (spaces {spaces}): "
+            f"{minutes:.1f} min in one process ({machine}, {date})."
+        )
+    if not lines:
+        return []
+    return ["Wall time of the runs made in lockstep, one process per batch:", *lines]
 
 
 def paired_against(

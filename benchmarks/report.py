@@ -528,7 +528,8 @@ def hpob_section(path: Path) -> list[str]:
         "log fix). `treebo_before55` is the default before issue 55 (the noise at "
         "a 1e-6 floor, no exploring step after ties), run with 95 trials (no "
         "figure at 100). `treebo`'s runs went through `--lockstep` (all at once, "
-        "their fits batched; the same rows as one by one).",
+        "their fits batched; the same rows as one by one), in two processes side "
+        "by side on the 2-core machine, split by space.",
         "",
         "`python -m benchmarks.hpob --methods treebo random --seeds 0 1 2 3 4` and "
         "`python -m benchmarks.hpob --methods flat_gp --seeds 0 1` (records: "

@@ -116,3 +116,30 @@ def test_the_lockstep_timing_records_both_ways_and_their_rows(tmp_path):
     assert "| 5906 | 2 x 6 |" in table([record])
     with pytest.raises(SystemExit, match="no HPO-B test task"):
         lockstep(["--space", "1234", "--out", str(out)])
+
+
+def test_each_lockstep_batch_reports_its_runs_spaces_and_wall_time():
+    def record(problem, seconds, size, date="2026-11-28"):
+        return {
+            "method": "treebo",
+            "problem": problem,
+            "date": date,
+            "machine": "x86_64 1t",
+            "lockstep_runs": size,
+            "wall_seconds": seconds,
+        }
+
+    records = [
+        record("hpob_5527_31", 600.0, 2),
+        record("hpob_5971_43", 3204.0, 2),
+        record("hpob_6767_31", 120.0, 1, date="2026-11-27"),
+        {"method": "random", "problem": "hpob_5527_31", "wall_seconds": 1.0},
+    ]
+    assert hpob.lockstep_walls(records) == [
+        "Wall time of the runs made in lockstep, one process per batch:",
+        "- `treebo` in lockstep, 1 of 1 runs (spaces 6767): 2.0 min in one process "
+        "(x86_64 1t, 2026-11-27).",
+        "- `treebo` in lockstep, 2 of 2 runs (spaces 5527, 5971): 53.4 min in one "
+        "process (x86_64 1t, 2026-11-28).",
+    ]
+    assert hpob.lockstep_walls(records[3:]) == []
