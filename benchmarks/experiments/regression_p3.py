@@ -41,11 +41,19 @@ from botorch.exceptions import ModelFittingError
 from botorch.models import SingleTaskGP
 from botorch.models.hierarchical import HierarchicalConditionalKernelGP
 from botorch.models.transforms.input import Normalize
+from gpytorch.mlls import LeaveOneOutPseudoLikelihood
 
 from treebo.add_tree import AddTreeGP
 from treebo.gp import fit_model, noise_floor_likelihood
+from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
 from treebo.jenatton import IndependentLeafGP, JenattonTreeGP, fit_leaf_gp
 from treebo.test_functions import Jenatton
+
+#: The fit objective of each criterion.
+OBJECTIVES = {
+    "mll": CholeskyMarginalLogLikelihood,
+    "loo": LeaveOneOutPseudoLikelihood,
+}
 
 FALLBACKS: list[str] = []  # fits that failed, for the record of the current cell
 
@@ -60,12 +68,12 @@ def fit(make_model, criterion: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return fit_model(make_model(), criterion)
+            return fit_model(make_model(), OBJECTIVES[criterion])
         except ModelFittingError:
             FALLBACKS.append(f"{criterion} fit failed")
         if criterion != "mll":
             try:
-                return fit_model(make_model(), "mll")
+                return fit_model(make_model())
             except ModelFittingError:
                 FALLBACKS.append("mll fit failed")
         return make_model().eval()

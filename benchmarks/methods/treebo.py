@@ -13,7 +13,8 @@
 ``treed``                ``strategy="treed"``: HTBO (real parameters only)
 ``treed_warp``           HTBO-WARP (``TreedOptions(warp=True)``)
 ``treebo_inherit``       the default loop whose kernel folds each vertex's
-                         ancestors' parameters into its term, with the additive
+                         ancestors' parameters into its term
+                         (:mod:`benchmarks.methods.ancestors`), with the additive
                          kernel as the leave-one-out alternative
 ``treebo_inherit_only``  the same kernel with no alternative
 ``treebo_eps``           the default loop, a random proposal with probability
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 from treebo import TreeOptimizer
@@ -48,7 +49,15 @@ from treebo.add_tree.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.loop.outcomes import score_scale
 from treebo.treed import TreedOptions, TreedStrategy
 
+from .ancestors import (
+    FoldedAncestors,
+    FoldedAncestorsEpsilonGreedy,
+    FoldedAncestorsStrategy,
+)
 from .exploration import EpsilonGreedy
+
+#: The loop's kernel settings with each vertex term folding its ancestors' in.
+FOLDED = FoldedAncestors(**asdict(LOOP_KERNEL_OPTIONS))
 
 
 class ColdAlternatives(AddTreeStrategy):
@@ -71,14 +80,11 @@ PRESETS: dict[str, Callable[[], Any]] = {
     "tree_additive": lambda: "tree_additive",
     "treed": lambda: "treed",
     "treed_warp": lambda: TreedStrategy(TreedOptions(warp=True)),
-    "treebo_inherit": lambda: AddTreeStrategy(
-        AddTreeOptions(
-            kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True),
-            alternative_kernels=(LOOP_KERNEL_OPTIONS,),
-        )
+    "treebo_inherit": lambda: FoldedAncestorsStrategy(
+        AddTreeOptions(kernel=FOLDED, alternative_kernels=(LOOP_KERNEL_OPTIONS,))
     ),
-    "treebo_inherit_only": lambda: AddTreeStrategy(
-        AddTreeOptions(kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True))
+    "treebo_inherit_only": lambda: FoldedAncestorsStrategy(
+        AddTreeOptions(kernel=FOLDED, alternative_kernels=())
     ),
     "treebo_plain": lambda: AddTreeStrategy(
         AddTreeOptions(kernel=AddTreeKernelOptions())
@@ -93,8 +99,8 @@ PRESETS: dict[str, Callable[[], Any]] = {
     "jenatton_tree_nonlinear": lambda: "jenatton_tree_nonlinear",
     "independent": lambda: "independent",
     "treebo_eps": lambda: EpsilonGreedy(),
-    "treebo_inherit_eps": lambda: EpsilonGreedy(
-        AddTreeOptions(kernel=replace(LOOP_KERNEL_OPTIONS, inherit_ancestors=True))
+    "treebo_inherit_eps": lambda: FoldedAncestorsEpsilonGreedy(
+        AddTreeOptions(kernel=FOLDED, alternative_kernels=())
     ),
 }
 

@@ -26,12 +26,12 @@ def _on(tree: TreeStructure, v: int, x: torch.Tensor) -> bool:
 
 
 def _columns(kernel: AddTreeKernel, v: int) -> list[int]:
-    """The columns vertex ``v``'s kernel reads: its own, then (with
-    ``inherit_ancestors``) its parent's, grandparent's, ... up to the root."""
+    """The columns vertex ``v``'s kernel reads: its own, then (where the kernel
+    ``reads_ancestors``) its parent's, grandparent's, ... up to the root."""
     vertices = kernel.tree.vertices
     cols = list(vertices[v].continuous_columns)
     parent = vertices[v].parent
-    while kernel.inherit_ancestors and parent is not None:
+    while kernel.reads_ancestors and parent is not None:
         cols += vertices[parent].continuous_columns
         parent = vertices[parent].parent
     return cols
@@ -198,16 +198,23 @@ def test_precomputed_features_give_the_same_covariance_and_gradients(
         assert torch.equal(diag, kernel.forward(X1, X1, diag=True))
 
 
+class AncestorReadingKernel(AddTreeKernel):
+    """Every vertex's term reads its ancestors' parameters (the hook that
+    ``AncestorInteractionKernel`` and a benchmark variant use)."""
+
+    reads_ancestors = True
+
+
 @pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
 @pytest.mark.parametrize("shared_component", [False, True])
-def test_inherited_ancestors_match_brute_force(
+def test_terms_that_read_ancestors_match_brute_force(
     tree_case, base_kernel, shared_component
 ):
     d, deps = tree_case
     kwargs = dict(
         base_kernel=base_kernel, vertex_bias="all", shared_component=shared_component
     )
-    kernel = float64_kernel(d, deps, inherit_ancestors=True, **kwargs)
+    kernel = AncestorReadingKernel(d, deps, **kwargs).double()
     randomize(kernel, 2)
     X1, X2 = random_points(d, deps, 8, 5), random_points(d, deps, 6, 6)
     K = assert_matches_brute_force(kernel, X1, X2)
@@ -228,96 +235,6 @@ def test_inherited_ancestors_match_brute_force(
     plain.lengthscale = kernel.lengthscale.detach()[..., : plain.lengthscale.shape[-1]]
     same = torch.allclose(plain(X1, X2).to_dense().detach(), K)
     assert same != inherits
-
-
-def brute_force_interaction_gram(kernel: AddTreeKernel, X1, X2) -> torch.Tensor:
-    """App. E's interaction terms as a loop: for each vertex with parameters
-    below a vertex with parameters, rho_v kappa on the path's columns."""
-    sub = kernel.interaction
-    ls, rho = sub.lengthscale.detach(), sub.outputscale.detach()
-    vertices = kernel.tree.vertices
-    K = torch.zeros(X1.shape[0], X2.shape[0], dtype=torch.float64)
-    for v in vertices:
-        cols, parent = list(v.continuous_columns), v.parent
-        while parent is not None:
-            cols += vertices[parent].continuous_columns
-            parent = vertices[parent].parent
-        if not v.continuous_columns or len(cols) == len(v.continuous_columns):
-            continue  # no parameters, or none above
-        scale = ls[v.index, : len(cols)]
-        for i in range(X1.shape[0]):
-            for j in range(X2.shape[0]):
-                on = _on(kernel.tree, v.index, X1[i]) and _on(
-                    kernel.tree, v.index, X2[j]
-                )
-                if on:
-                    r2 = (((X1[i, cols] - X2[j, cols]) / scale) ** 2).sum()
-                    K[i, j] += rho[v.index] * stationary_correlation(
-                        r2, kernel.base_kernel
-                    )
-    return K
-
-
-@pytest.mark.parametrize("base_kernel", ["rbf", "matern52"])
-@pytest.mark.parametrize("loop_options", [False, True])
-def test_ancestor_interactions_match_brute_force(tree_case, base_kernel, loop_options):
-    d, deps = tree_case
-    kwargs = dict(base_kernel=base_kernel)
-    if loop_options:
-        kwargs.update(
-            vertex_bias="all",
-            shared_component=True,
-            share_lengthscales="depth",
-            share_outputscales="depth",
-        )
-    kernel = float64_kernel(d, deps, ancestor_interactions=True, **kwargs)
-    plain = float64_kernel(d, deps, **kwargs)
-    randomize(plain, 3)
-    kernel.load_state_dict(plain.state_dict(), strict=False)
-    X1, X2 = random_points(d, deps, 8, 5), random_points(d, deps, 6, 6)
-    K = kernel(X1, X2).to_dense().detach()
-    base = plain(X1, X2).to_dense().detach()
-    if kernel.interaction is None:  # no vertex with parameters below another
-        torch.testing.assert_close(K, base, atol=0, rtol=0)
-        return
-    # Initially the interaction scales are a tenth of a vertex's prior median.
-    path_len = kernel.tree.max_active_vertices(kernel.vertex_contributes)
-    torch.testing.assert_close(
-        kernel.interaction.outputscale.max().item(), 0.1 / path_len
-    )
-    randomize(kernel.interaction, 4)
-    K = kernel(X1, X2).to_dense().detach()
-    extra = brute_force_interaction_gram(kernel, X1, X2)
-    torch.testing.assert_close(K - base, extra, atol=1e-10, rtol=0)
-    assert extra.abs().max() > 1e-3
-    diag = kernel(X1, X1, diag=True).detach()
-    full = (
-        plain(X1, X1, diag=True).detach()
-        + brute_force_interaction_gram(kernel, X1, X1).diag()
-    )
-    torch.testing.assert_close(diag, full)
-    G = kernel(X1).to_dense().detach()
-    assert torch.linalg.eigvalsh(G).min() > -1e-10
-    # Summing the per-vertex terms over the vertices active at z gives k.
-    kv = kernel.vertex_covariance(X2, X1).detach()
-    active = kernel.tree.vertex_activity(X2)
-    full = (kv * active.unsqueeze(-1)).sum(-2)
-    torch.testing.assert_close(full, kernel(X2, X1).to_dense().detach())
-    prior = kernel.vertex_prior_variance().detach()
-    kxx = kernel.vertex_covariance(X1, X1).detach().diagonal(dim1=0, dim2=2).T
-    active = kernel.tree.vertex_activity(X1)
-    torch.testing.assert_close(kxx[active], prior.expand_as(kxx)[active])
-
-
-def test_ancestor_interaction_gradients():
-    d, deps = random_tree(4, max_depth=3)
-    kernel = float64_kernel(d, deps, ancestor_interactions=True)
-    assert kernel.interaction is not None
-    randomize(kernel, 1)
-    randomize(kernel.interaction, 2)
-    X1, X2 = random_points(d, deps, 5, 8), random_points(d, deps, 4, 9)
-    names = ("interaction.raw_lengthscale", "interaction.raw_outputscale")
-    assert gradcheck_parameters(kernel, names, X1, X2)
 
 
 def test_shared_component_gram_is_psd_and_differentiable():
@@ -558,12 +475,6 @@ def test_bad_inputs_raise_named_errors():
         float64_kernel(3, {0: {0: [2]}, 1: {0: [2]}})
     with pytest.raises(ValueError, match="cycle"):
         TreeStructure(3, {0: {0: [1]}, 1: {0: [0]}})
-    with pytest.raises(ValueError, match="ancestor_interactions must be a bool"):
-        float64_kernel(3, deps, ancestor_interactions=1)
-    with pytest.raises(ValueError, match="inherit_ancestors"):
-        float64_kernel(3, deps, ancestor_interactions=True, inherit_ancestors=True)
-    with pytest.raises(ValueError, match="vertices must be 3 booleans"):
-        float64_kernel(3, deps, vertices=torch.ones(2, dtype=torch.bool))
     kernel = float64_kernel(3, deps)
     with pytest.raises(ValueError, match="3 columns"):
         kernel(torch.zeros(2, 4)).to_dense()

@@ -15,13 +15,15 @@ from treebo.add_tree import (
 )
 
 
-def test_options_are_the_kernels_keyword_arguments():
+def test_options_are_the_kernels_keyword_arguments_and_an_interaction_switch():
     import inspect
 
-    names = AddTreeKernelOptions.names()
-    assert set(names) <= set(inspect.signature(AddTreeKernel).parameters)
+    names = set(AddTreeKernelOptions.names()) - {"ancestor_interactions"}
+    assert names <= set(inspect.signature(AddTreeKernel).parameters)
     assert LOOP_KERNEL_OPTIONS.as_kwargs()["vertex_bias"] == "all"
-    kernel = AddTreeKernel(3, {0: {0: [1], 1: [2]}}, **LOOP_KERNEL_OPTIONS.as_kwargs())
+    kwargs = LOOP_KERNEL_OPTIONS.as_kwargs()
+    del kwargs["ancestor_interactions"]
+    kernel = AddTreeKernel(3, {0: {0: [1], 1: [2]}}, **kwargs)
     assert kernel.vertex_bias == "all"
 
 
@@ -38,7 +40,7 @@ def test_vertex_bias_bools_are_normalized():
         ({"share_lengthscales": "path"}, "share_lengthscales"),
         ({"share_outputscales": 1}, "share_outputscales"),
         ({"shared_component": "yes"}, "shared_component"),
-        ({"inherit_ancestors": True, "ancestor_interactions": True}, "cannot both"),
+        ({"ancestor_interactions": 1}, "ancestor_interactions must be a bool"),
     ],
 )
 def test_bad_options_name_the_option(kwargs, match):
@@ -59,8 +61,6 @@ def test_options_are_checked_and_name_the_parameter():
         AddTreeUCBOptions(path_selection="max")
     with pytest.raises(ValueError, match="basin_patience"):
         AddTreeUCBOptions(basin_patience=0)
-    with pytest.raises(ValueError, match="inherit_ancestors"):
-        AddTreeUCBOptions(kernel=AddTreeKernelOptions(inherit_ancestors=True))
     with pytest.raises(TypeError, match="alternative_kernels must be None or a tuple"):
         AddTreeOptions(alternative_kernels=AddTreeKernelOptions())
     with pytest.raises(TypeError, match="alternative_kernels must be None or a tuple"):
@@ -68,8 +68,6 @@ def test_options_are_checked_and_name_the_parameter():
     interacting = AddTreeKernelOptions(ancestor_interactions=True)
     with pytest.raises(ValueError, match="kernel: ancestor_interactions"):
         AddTreeUCBOptions(kernel=interacting)
-    with pytest.raises(ValueError, match="inherit_ancestors must be a bool"):
-        AddTreeKernelOptions(inherit_ancestors="yes")
     with pytest.raises(ValueError, match="mean must be one of"):
         LocalStepOptions(mean="global")
     with pytest.raises(ValueError, match="patience must be an integer"):
@@ -100,5 +98,3 @@ def test_the_default_alternative_adds_interaction_terms_to_the_kernel():
         **{**AddTreeOptions().kernel.as_kwargs(), "ancestor_interactions": True}
     )
     assert AddTreeOptions(alternative_kernels=()).alternatives() == ()
-    folded = AddTreeKernelOptions(inherit_ancestors=True)
-    assert AddTreeOptions(kernel=folded).alternatives() == ()

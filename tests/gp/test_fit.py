@@ -10,7 +10,8 @@ from gpytorch.mlls import ExactMarginalLogLikelihood, LeaveOneOutPseudoLikelihoo
 
 from treebo.add_tree import AddTreeGP
 from treebo.gp import fit_model, noise_floor_likelihood
-from treebo.gp.fit import MIN_POINTS_FOR_LOO, loo_log_predictive
+from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
+from treebo.gp.fit import loo_log_predictive
 from treebo.test_functions import Jenatton
 
 
@@ -64,9 +65,9 @@ def brute_force_loo(model: AddTreeGP) -> float:
     return total / y.shape[-1]
 
 
-def test_each_criterion_maximizes_its_own_objective():
-    by_mll = fit_model(jenatton_model(16), "mll")
-    by_loo = fit_model(jenatton_model(16), "loo")
+def test_each_objective_is_maximized():
+    by_mll = fit_model(jenatton_model(16))
+    by_loo = fit_model(jenatton_model(16), LeaveOneOutPseudoLikelihood)
     mll_a, loo_a = objective_values(by_mll)
     mll_b, loo_b = objective_values(by_loo)
     # Priors are part of both objectives; the ordering must still hold clearly.
@@ -75,7 +76,7 @@ def test_each_criterion_maximizes_its_own_objective():
 
 
 def test_loo_objective_is_the_leave_one_out_predictive_likelihood():
-    model = fit_model(jenatton_model(12), "loo")
+    model = fit_model(jenatton_model(12), LeaveOneOutPseudoLikelihood)
     # The closed form used by the fit equals refitting without each point
     # (gpytorch adds the prior log densities, so compare without priors).
     model.train()
@@ -94,9 +95,10 @@ def test_loo_objective_is_the_leave_one_out_predictive_likelihood():
     assert closed == pytest.approx(brute_force_loo(model), rel=1e-8)
 
 
-@pytest.mark.parametrize("criterion", ["mll", "loo"])
-def test_loo_log_predictive_equals_refitting_without_each_point(criterion):
-    model = fit_model(jenatton_model(14, seed=2), criterion)
+@pytest.mark.parametrize("mll_class", [None, LeaveOneOutPseudoLikelihood])
+def test_loo_log_predictive_equals_refitting_without_each_point(mll_class):
+    objective = {} if mll_class is None else {"mll_class": mll_class}
+    model = fit_model(jenatton_model(14, seed=2), **objective)
     score = float(loo_log_predictive(model))
     assert score == pytest.approx(brute_force_loo(model), rel=1e-8)
     assert not model.training  # the score leaves the model in eval mode
@@ -109,28 +111,23 @@ def test_loo_fits_noise_free_additive_data_better():
     Xt = problem.space.sample(50, seed=99, by="choice")
     Yt = problem(Xt)
     errors = {}
-    for criterion in ("mll", "loo"):
-        model = fit_model(jenatton_model(24, seed=3), criterion)
+    objectives = {
+        "mll": CholeskyMarginalLogLikelihood,
+        "loo": LeaveOneOutPseudoLikelihood,
+    }
+    for criterion, mll_class in objectives.items():
+        model = fit_model(jenatton_model(24, seed=3), mll_class)
         with torch.no_grad():
             pred = model.posterior(Xt).mean.squeeze(-1)
         errors[criterion] = float((pred - Yt).pow(2).mean())
     assert errors["loo"] < 1e-3 < errors["mll"]
 
 
-def test_loo_falls_back_to_mll_on_tiny_data():
-    n = MIN_POINTS_FOR_LOO - 1
-    a = fit_model(jenatton_model(n), "loo")
-    b = fit_model(jenatton_model(n), "mll")
-    torch.testing.assert_close(
-        a.covar_module.group_lengthscale, b.covar_module.group_lengthscale
-    )
-
-
 def test_noise_floor_is_respected_and_bad_arguments_are_named():
-    model = fit_model(jenatton_model(20), "loo")
+    model = fit_model(jenatton_model(20), LeaveOneOutPseudoLikelihood)
     # The floor is stored in the default dtype (float32 round-off of 1e-6).
     assert model.likelihood.noise.detach().item() >= 1e-6 * (1 - 1e-7)
-    with pytest.raises(ValueError, match="criterion"):
-        fit_model(jenatton_model(5), "map")
+    with pytest.raises(TypeError, match="mll_class must be a MarginalLogLikelihood"):
+        fit_model(jenatton_model(5), "loo")
     with pytest.raises(ValueError, match="noise_floor"):
         noise_floor_likelihood(0.0)

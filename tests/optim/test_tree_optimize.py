@@ -56,9 +56,9 @@ def test_bad_acquisition_inputs():
         AddTreeUCB(model, beta=torch.ones(3))
     with pytest.raises(TypeError, match="needs an AddTreeGP"):
         AddTreeUCB(torch.nn.Linear(2, 2))
-    _, inheriting = fitted_jenatton_model(n=8, inherit_ancestors=True)
-    with pytest.raises(ValueError, match="inherit_ancestors"):
-        AddTreeUCB(inheriting)
+    _, interacting = fitted_jenatton_model(n=8, ancestor_interactions=True)
+    with pytest.raises(ValueError, match="ancestor_interactions"):
+        AddTreeUCB(interacting)
     with pytest.raises(TypeError, match="AddTreeUCB"):
         optimize_add_tree_ucb(PosteriorMean(model), problem.space)
     with pytest.raises(ValueError, match="num_restarts"):

@@ -4,7 +4,10 @@ One family, one folder, in layers: the slot features of a point
 ([`features`][treebo.add_tree.features]) and the kernel's hyper-parameters
 ([`hyperparameters`][treebo.add_tree.hyperparameters]) under the kernel
 ([`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel], a sum of per-vertex kernels
-gated by the activity of each vertex) and its settings
+gated by the activity of each vertex), the interaction terms of a vertex's parameters
+with its ancestors' added to it with ``+``
+([`AncestorInteractionKernel`][treebo.add_tree.interaction.AncestorInteractionKernel])
+and the kernel's settings
 ([`options`][treebo.add_tree.options]); the model
 ([`AddTreeGP`][treebo.add_tree.model.AddTreeGP]); the per-vertex UCB and its
 optimizer, Algorithm 2 ([`acquisition`][treebo.add_tree.acquisition]); the local
@@ -16,7 +19,8 @@ strategies ([`strategy`][treebo.add_tree.strategy]: ``"add_tree"``, LogEI;
 """
 
 from treebo.add_tree.acquisition import AddTreeUCB, add_tree_beta, optimize_add_tree_ucb
-from treebo.add_tree.kernel import AddTreeKernel
+from treebo.add_tree.interaction import AncestorInteractionKernel
+from treebo.add_tree.kernel import AddTreeKernel, AddTreeKernelSum
 from treebo.add_tree.local_refinement import local_refinement_candidate
 from treebo.add_tree.model import AddTreeGP, BranchWithoutDataWarning, VertexPosterior
 from treebo.add_tree.options import (
@@ -32,12 +36,14 @@ __all__ = [
     "LOOP_KERNEL_OPTIONS",
     "AddTreeGP",
     "AddTreeKernel",
+    "AddTreeKernelSum",
     "AddTreeKernelOptions",
     "AddTreeOptions",
     "AddTreeStrategy",
     "AddTreeUCB",
     "AddTreeUCBOptions",
     "AddTreeUCBStrategy",
+    "AncestorInteractionKernel",
     "BranchWithoutDataWarning",
     "LocalStepOptions",
     "VertexPosterior",

@@ -87,14 +87,12 @@ class AddTreeUCB(AcquisitionFunction):
             raise TypeError(
                 f"AddTreeUCB needs an AddTreeGP, got {type(model).__name__}."
             )
-        kernel = model.covar_module
-        for name in ("inherit_ancestors", "ancestor_interactions"):
-            if getattr(kernel, name):
-                raise ValueError(
-                    "AddTreeUCB maximizes each vertex on its own parameters, which "
-                    f"needs a kernel without {name} (a vertex's term then also "
-                    "depends on its ancestors' parameters)."
-                )
+        if model.covar_module.reads_ancestors:
+            raise ValueError(
+                "AddTreeUCB maximizes each vertex on its own parameters, which "
+                "needs a kernel whose terms do not read their ancestors' parameters "
+                "(no ancestor_interactions)."
+            )
         super().__init__(model=model)
         tree = model.tree
         if beta is None:

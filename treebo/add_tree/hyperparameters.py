@@ -105,17 +105,10 @@ class VertexHyperparameters:
         batch_shape: torch.Size,
         lengthscale_prior: Prior | None | bool,
         outputscale_prior: Prior | None | bool,
-        lengthscale_constraint: Interval | None,
-        outputscale_constraint: Interval | None,
-    ) -> tuple[Interval, Interval, int]:
+    ) -> None:
         """Register the raw parameters, their constraints and priors, and set
         the initial values (arguments as the kernel's; ``vertex_dims``: the
-        lengthscale slots each vertex uses).
-
-        Returns:
-            The lengthscale and output-scale constraints in use, and ``h``, the
-            most contributing vertices on one path.
-        """
+        lengthscale slots each vertex uses)."""
         tree, group, os_group = (
             self.tree,
             self.lengthscale_group,
@@ -148,12 +141,10 @@ class VertexHyperparameters:
                 torch.nn.Parameter(torch.zeros(*batch_shape, tree.num_slots)),
             )
             self.register_constraint("raw_slot_outputscale", GreaterThan(1e-8))
-        if lengthscale_constraint is None:
-            lengthscale_constraint = Interval(2.5e-3, 1e3, initial_value=1.0)
-        if outputscale_constraint is None:
-            outputscale_constraint = GreaterThan(1e-8)
-        self.register_constraint("raw_lengthscale", lengthscale_constraint)
-        self.register_constraint("raw_outputscale", outputscale_constraint)
+        self.register_constraint(
+            "raw_lengthscale", Interval(2.5e-3, 1e3, initial_value=1.0)
+        )
+        self.register_constraint("raw_outputscale", GreaterThan(1e-8))
 
         init_ls = torch.ones(G, d_max)
         if lengthscale_prior is None:
@@ -203,7 +194,6 @@ class VertexHyperparameters:
         # scales that sum to 1 along the longest path.
         self._set_group_lengthscale(init_ls.expand(*batch_shape, G, d_max))
         self.outputscale = torch.full((*batch_shape, V), 1.0 / path_len)
-        return lengthscale_constraint, outputscale_constraint, path_len
 
     @staticmethod
     def _lengthscale_param(m: VertexHyperparameters) -> Tensor:

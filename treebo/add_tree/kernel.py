@@ -20,12 +20,12 @@ function: for every slot $s$ in which both points have an active vertex with con
 parameters ($u$ and $u'$, not necessarily the same), the kernel adds
 $\tau_s^2\,\kappa(x|_u / \ell_u - x'|_{u'} / \ell_{u'})$, a stationary kernel of a
 feature map, hence PSD. Sibling branches then learn each other's trends (e.g. that a
-shared-shape parameter is best at its lower bound) before they are explored. With
-``ancestor_interactions``, every vertex $v$ with parameters below another vertex with
-parameters adds an interaction term
-$\rho_v^2\,\kappa(x|_{a(v)} / \ell'_v - x'|_{a(v)} / \ell'_v)$ for pairs that share $v$,
-where $x|_{a(v)}$ are the parameters of $v$ and of its ancestors (App. E of the paper: a
-delta kernel on $v$ times a kernel of the path's parameters, hence PSD).
+shared-shape parameter is best at its lower bound) before they are explored. The
+interaction terms of the paper's App. E are a kernel of their own,
+[`AncestorInteractionKernel`][treebo.add_tree.interaction.AncestorInteractionKernel],
+added with ``+``: the sum, an
+[`AddTreeKernelSum`][treebo.add_tree.kernel.AddTreeKernelSum], is what
+[`AddTreeGP`][treebo.add_tree.model.AddTreeGP] uses with ``ancestor_interactions``.
 
 Evaluation is vectorized over vertices with the slot encoding of
 [`TreeStructure`][treebo.space.structure.TreeStructure]: each point has at most one
@@ -35,12 +35,10 @@ needs ``S`` (= tree depth for a plain tree) kernel terms rather than ``V``.
 
 from __future__ import annotations
 
-import copy
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import torch
-from gpytorch.constraints import Interval
 from gpytorch.kernels import Kernel
 from gpytorch.priors import Prior
 from torch import Tensor
@@ -49,14 +47,9 @@ from treebo.add_tree.features import (
     SlotFeatures,
     feature_tables,
     inherited_columns,
-    interacting_vertices,
     vertex_features,
 )
-from treebo.add_tree.hyperparameters import (
-    VertexHyperparameters,
-    log_normal_prior,
-    sharing_groups,
-)
+from treebo.add_tree.hyperparameters import VertexHyperparameters, sharing_groups
 from treebo.add_tree.options import BASE_KERNELS, validate_vertex_bias
 from treebo.gp.correlation import SlotGram, stationary_correlation
 from treebo.space.structure import (
@@ -64,10 +57,6 @@ from treebo.space.structure import (
     TreeStructure,
     as_tree_structure,
 )
-
-#: Prior median (and initial value) of an interaction term's output scale, as a
-#: fraction of a vertex's.
-INTERACTION_SCALE = 0.1
 
 
 def _lead(t: Tensor, rank: int) -> Tensor:
@@ -84,6 +73,14 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
     continuous columns contributes
     ``outputscale[v] * kappa(|x_v - x'_v| / lengthscale[v])``.
 
+    Two class-level hooks let a subclass change which vertices have a term and what
+    each term reads, with everything else (sharing, priors, the batched evaluation)
+    as here:
+    [`term_vertices()`][treebo.add_tree.kernel.AddTreeKernel.term_vertices] and
+    ``reads_ancestors`` (each term reads its ancestors' parameters after its own, as
+    [`AncestorInteractionKernel`][treebo.add_tree.interaction.AncestorInteractionKernel]'s
+    do).
+
     Args:
         dim: Number of input columns ``d``.
         hierarchical_dependencies: ``{parent_col: {value: [child_cols]}}``, or its
@@ -97,11 +94,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             continuous columns, which otherwise contribute nothing) or
             ``"all"`` (every vertex). The constants follow the output scales'
             sharing groups.
-        shared_component: Add, per slot (per depth in a plain tree), a
-            function shared by all of the slot's vertices (see the module
-            docstring), with a learned output scale ``slot_outputscale[s]``
-            (prior and initial value: half the vertex output scales'). Off by
-            default (Definition 4 exactly).
         share_lengthscales: ``"none"`` (every vertex its own ARD lengthscales),
             ``"depth"`` (vertices at the same depth share them, so a branch with
             little data borrows the smoothness learned on its siblings) or
@@ -111,6 +103,11 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             branch keeps the amplitude learned on its explored siblings instead
             of the prior's, which keeps its posterior variance honest) or
             ``"all"``.
+        shared_component: Add, per slot (per depth in a plain tree), a
+            function shared by all of the slot's vertices (see the module
+            docstring), with a learned output scale ``slot_outputscale[s]``
+            (prior and initial value: half the vertex output scales'). Off by
+            default (Definition 4 exactly).
         lengthscale_prior: Prior on the ``G x D_max`` group lengthscales
             (``G = V`` without sharing). Default: the dimension-scaled LogNormal
             of Hvarfner et al. (2024) with the vertex's own dimension,
@@ -121,53 +118,32 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             contributing vertices on a path, so that the prior variance along a
             path is about 1 (standardized outcomes) and no vertex's scale
             collapses to zero on scarce data. Pass ``False`` for none.
-        lengthscale_constraint: Default ``Interval(2.5e-3, 1e3)`` (for inputs
-            scaled to the unit cube).
-        outputscale_constraint: Default ``GreaterThan(1e-8)`` (strictly positive
-            even where a fit drives an output scale towards zero, so that the
-            output-scale prior's density stays finite).
         batch_shape: Batch shape of the hyper-parameters.
         categorical_values: ``{column: values}`` of the parameter columns that are
             unordered categoricals: modelled by one-hot features (see
             [`treebo.add_tree.features`][treebo.add_tree.features]) rather than as
             numbers.
-        inherit_ancestors: Each vertex's term also reads its ancestors' parameters:
-            $\kappa$ of $x|_{a(v)}$ with $a(v)$ the parameters of $v$ and of every
-            vertex above it, each with its own lengthscale in $v$'s term. A parameter
-            shared by several branches may then act differently in each (the learning
-            rate's best value depends on the optimizer chosen below it): the interaction
-            terms of Ma & Blaschko (2020), App. E, folded into the vertex's term. A long
-            lengthscale on an inherited column gives back Definition 4. A vertex without
-            parameters of their own has a term on its ancestors' alone (the learning
-            rate's effect under one optimizer that has no parameters differs from its
-            effect under another). Vertices with no parameters on their path contribute
-            nothing (or their offset).
-        ancestor_interactions: Keep Definition 4's terms and add, for each vertex with
-            parameters below a vertex with parameters, an interaction term on its own
-            and its ancestors' parameters, with its own lengthscales and output scale
-            $\rho_v^2$ (Ma & Blaschko, 2020, App. E; module docstring). The output
-            scales' prior is centred at a tenth of a vertex's (``INTERACTION_SCALE``).
-            The terms' lengthscales and output scales are shared as
-            ``share_lengthscales`` and ``share_outputscales`` say. On an additive
-            objective the terms slow learning down; the loop's
-            ``AddTreeOptions.alternative_kernels`` uses them only where leave-one-out
-            shows that they predict better. Cannot be combined with
-            ``inherit_ancestors``.
-        vertices: ``V`` booleans: the vertices whose terms the kernel sums
-            (default: every vertex; a vertex without parameters or offset
-            contributes nothing either way).
 
-    Attributes:
-        interaction: The kernel of the interaction terms (an
-            ``AddTreeKernel`` with ``inherit_ancestors`` over the interacting
-            vertices), or ``None``.
+    The lengthscales are constrained to ``[2.5e-3, 1e3]`` (inputs scaled to the unit
+    cube) and the output scales to at least ``1e-8`` (finite prior densities where a
+    fit drives a scale towards zero); ``register_constraint()`` replaces either.
 
     Shapes:
         ``forward(x1: *b x n x d, x2: *b x m x d) -> *b x n x m``, or
         ``*b x n`` with ``diag=True``.
+
+    Example:
+        >>> k = AddTreeKernel(3, {0: {0: [1], 1: [2]}}, share_lengthscales="depth")
+        >>> x = torch.tensor([[0.0, 0.2, 0.0], [1.0, 0.0, 0.7]])
+        >>> k(x).to_dense().shape
+        torch.Size([2, 2])
     """
 
     has_lengthscale = False
+
+    #: Whether each vertex's term reads its ancestors' parameters after its own
+    #: (each with a lengthscale of its own in that term).
+    reads_ancestors: bool = False
 
     def __init__(
         self,
@@ -180,13 +156,8 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         shared_component: bool = False,
         lengthscale_prior: Prior | None | bool = None,
         outputscale_prior: Prior | None | bool = None,
-        lengthscale_constraint: Interval | None = None,
-        outputscale_constraint: Interval | None = None,
         batch_shape: torch.Size | None = None,
         categorical_values: Mapping[int, Sequence[float]] | None = None,
-        inherit_ancestors: bool = False,
-        ancestor_interactions: bool = False,
-        vertices: Tensor | None = None,
     ) -> None:
         batch_shape = torch.Size() if batch_shape is None else batch_shape
         super().__init__(batch_shape=batch_shape)
@@ -194,29 +165,12 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             raise ValueError(
                 f"base_kernel must be one of {BASE_KERNELS}, got {base_kernel!r}."
             )
-        self.tree = as_tree_structure(dim, hierarchical_dependencies)
+        self.tree = tree = as_tree_structure(dim, hierarchical_dependencies)
         self.dim = dim
         self.base_kernel = base_kernel
         self.vertex_bias = vertex_bias = validate_vertex_bias(vertex_bias)
-        tree = self.tree
-        if not isinstance(inherit_ancestors, bool):
-            raise ValueError(
-                f"inherit_ancestors must be a bool, got {inherit_ancestors!r}."
-            )
-        self.inherit_ancestors = inherit_ancestors
-        if not isinstance(ancestor_interactions, bool):
-            raise ValueError(
-                f"ancestor_interactions must be a bool, got {ancestor_interactions!r}."
-            )
-        if ancestor_interactions and inherit_ancestors:
-            raise ValueError(
-                "ancestor_interactions adds separate interaction terms; it cannot "
-                "be combined with inherit_ancestors (which folds them into each "
-                "vertex's term)."
-            )
-        self.ancestor_interactions = ancestor_interactions
-        columns = inherited_columns(tree) if inherit_ancestors else None
-        # Lengthscale slots per vertex: its own columns, then its ancestors'.
+        columns = inherited_columns(tree) if self.reads_ancestors else None
+        # Lengthscale slots per vertex: its own columns (then its ancestors').
         vertex_dims = (
             torch.tensor([len(c) for c in columns]) if columns else tree.vertex_dims
         )
@@ -224,7 +178,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             int(c): [float(a) for a in values]
             for c, values in (categorical_values or {}).items()
         }
-        if self.categorical_values or inherit_ancestors:
+        if self.categorical_values or columns:
             tables = feature_tables(tree, self.categorical_values, columns)
             self.register_buffer("feature_columns", tables["columns"])
             self.register_buffer("feature_mask", tables["mask"])
@@ -239,17 +193,8 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
                 "feature_mask", tree.vertex_column_mask.to(torch.float64)
             )
             self.feature_codes = self.feature_slots = None
-        selected = torch.ones(tree.num_vertices, dtype=torch.bool)
-        if vertices is not None:
-            vertices = torch.as_tensor(vertices)
-            if vertices.shape != selected.shape or vertices.dtype != torch.bool:
-                raise ValueError(
-                    f"vertices must be {tree.num_vertices} booleans (one per "
-                    f"vertex), got {vertices.dtype} of shape {tuple(vertices.shape)}."
-                )
-            selected = vertices.cpu()
-        # With inherit_ancestors a vertex without parameters of its own still
-        # has a term on its ancestors' (a parameter may act differently there).
+        selected = self.term_vertices(tree)
+        # A term that reads its ancestors has parameters where its path has any.
         has_params = (vertex_dims > 0) & selected
         if vertex_bias == "all":
             has_offset = selected
@@ -277,54 +222,23 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         self.share_outputscales = share_outputscales
         self.register_buffer("lengthscale_group", group)
         self.register_buffer("outputscale_group", os_group)
-        lengthscale_constraint, outputscale_constraint, path_len = (
-            self._register_hyperparameters(
-                vertex_dims,
-                batch_shape,
-                lengthscale_prior,
-                outputscale_prior,
-                lengthscale_constraint,
-                outputscale_constraint,
-            )
-        )
-        self.interaction = (
-            self._interaction_kernel(
-                path_len,
-                lengthscale_constraint,
-                outputscale_constraint,
-            )
-            if ancestor_interactions
-            else None
+        self._register_hyperparameters(
+            vertex_dims, batch_shape, lengthscale_prior, outputscale_prior
         )
 
-    def _interaction_kernel(
-        self,
-        path_len: int,
-        lengthscale_constraint: Interval,
-        outputscale_constraint: Interval,
-    ) -> AddTreeKernel | None:
-        """The kernel of the ancestor interaction terms (``None`` where no
-        vertex with parameters lies below another)."""
-        interacting = interacting_vertices(self.tree) & self.vertex_has_params.cpu()
-        if not bool(interacting.any()):
-            return None
-        scale = INTERACTION_SCALE / path_len
-        kernel = AddTreeKernel(
-            self.dim,
-            self.tree,
-            base_kernel=self.base_kernel,
-            share_lengthscales=self.share_lengthscales,
-            share_outputscales=self.share_outputscales,
-            outputscale_prior=log_normal_prior(math.log(scale), 1.0),
-            lengthscale_constraint=copy.deepcopy(lengthscale_constraint),
-            outputscale_constraint=copy.deepcopy(outputscale_constraint),
-            batch_shape=self.batch_shape,
-            categorical_values=self.categorical_values,
-            inherit_ancestors=True,
-            vertices=interacting,
-        )
-        kernel.outputscale = scale
-        return kernel
+    @classmethod
+    def term_vertices(cls, tree: TreeStructure) -> Tensor:
+        """``V`` booleans: the vertices whose terms the kernel sums (every vertex; a
+        vertex without parameters or offset contributes nothing either way)."""
+        return torch.ones(tree.num_vertices, dtype=torch.bool)
+
+    def __add__(self, other: Kernel) -> Kernel:
+        """``self + other``: an
+        [`AddTreeKernelSum`][treebo.add_tree.kernel.AddTreeKernelSum] where ``other``
+        is an Add-Tree kernel (or sum) of the same tree, else GPyTorch's sum."""
+        if isinstance(other, (AddTreeKernel, AddTreeKernelSum)):
+            return AddTreeKernelSum(self, other)
+        return super().__add__(other)
 
     # ----------------------------------------------------------- features
     def _vertex_features(self, x: Tensor) -> Tensor:
@@ -403,10 +317,7 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
                     f"AddTreeKernel expects {name} with {self.dim} columns, got "
                     f"shape {tuple(x.shape)}."
                 )
-        gram = self._vertex_terms(x1, x2, diag, x1_features, x2_features)
-        if self.interaction is not None:
-            gram = gram + self.interaction.forward(x1, x2, diag=diag)
-        return gram
+        return self._vertex_terms(x1, x2, diag, x1_features, x2_features)
 
     def _vertex_terms(
         self,
@@ -495,8 +406,6 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
             present = p_slot[..., self.vertex_slots].transpose(-1, -2)  # *b x V x n
             tau = self._vertex_shared_scale().unsqueeze(-1).unsqueeze(-3)
             k = k + ks * tau * present.unsqueeze(-3)
-        if self.interaction is not None:
-            k = k + self.interaction.vertex_covariance(z, x)
         return k
 
     def vertex_prior_variance(self) -> Tensor:
@@ -504,6 +413,165 @@ class AddTreeKernel(VertexHyperparameters, Kernel):
         variance = self.effective_outputscale() + self.effective_offset()
         if self.shared_component:
             variance = variance + self._vertex_shared_scale()
-        if self.interaction is not None:
-            variance = variance + self.interaction.vertex_prior_variance()
         return variance
+
+
+class AddTreeKernelSum(Kernel):
+    r"""The sum of Add-Tree kernels of one tree, e.g. an
+    [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel] plus an
+    [`AncestorInteractionKernel`][treebo.add_tree.interaction.AncestorInteractionKernel]:
+    what ``+`` of two such kernels gives.
+
+    Each vertex's component is the sum of the summands' components, so the sum keeps
+    the per-vertex methods [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] and
+    [`AddTreeUCB`][treebo.add_tree.acquisition.AddTreeUCB] use. The summands are
+    ``kernels[0]``, ``kernels[1]``, ...; a state dict of a single Add-Tree kernel
+    (names without ``kernels.``) loads into the first, so a model with interaction
+    terms can start from a fit without them.
+
+    Args:
+        *kernels: Two or more Add-Tree kernels (or sums) over the same columns.
+
+    Shapes:
+        As [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel]'s.
+
+    Example:
+        >>> from treebo.add_tree import AncestorInteractionKernel
+        >>> deps = {0: {0: [1, 2], 1: [3]}, 2: {0: [4], 1: [5]}}
+        >>> k = AddTreeKernel(6, deps) + AncestorInteractionKernel(6, deps)
+        >>> type(k).__name__, len(k.kernels)
+        ('AddTreeKernelSum', 2)
+    """
+
+    has_lengthscale = False
+
+    def __init__(self, *kernels: AddTreeKernel | AddTreeKernelSum) -> None:
+        flat: list[AddTreeKernel] = []
+        for kernel in kernels:
+            if isinstance(kernel, AddTreeKernelSum):
+                flat.extend(kernel.kernels)
+            elif isinstance(kernel, AddTreeKernel):
+                flat.append(kernel)
+            else:
+                raise TypeError(
+                    "AddTreeKernelSum adds Add-Tree kernels, got "
+                    f"{type(kernel).__name__}."
+                )
+        if len(flat) < 2:
+            raise ValueError("AddTreeKernelSum needs at least two kernels.")
+        first = flat[0]
+        deps = first.tree.hierarchical_dependencies
+        if any(
+            k.dim != first.dim or k.tree.hierarchical_dependencies != deps
+            for k in flat[1:]
+        ):
+            raise ValueError("the summed kernels must share their columns and tree.")
+        super().__init__()
+        self.kernels = torch.nn.ModuleList(flat)
+        self.register_load_state_dict_pre_hook(_load_single_kernel_state)
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        """The summands' batch shapes, broadcast."""
+        return torch.broadcast_shapes(*(k.batch_shape for k in self.kernels))
+
+    @property
+    def tree(self) -> TreeStructure:
+        """The summands' tree."""
+        return self.kernels[0].tree
+
+    @property
+    def dim(self) -> int:
+        """The number of input columns."""
+        return self.kernels[0].dim
+
+    @property
+    def reads_ancestors(self) -> bool:
+        """Whether a summand's terms read ancestors' parameters."""
+        return any(k.reads_ancestors for k in self.kernels)
+
+    @property
+    def shared_component(self) -> bool:
+        """Whether a summand has per-slot shared components."""
+        return any(k.shared_component for k in self.kernels)
+
+    def _any(self, name: str) -> Tensor:
+        flags = [getattr(k, name) for k in self.kernels]
+        return torch.stack(flags).any(dim=0)
+
+    @property
+    def vertex_has_params(self) -> Tensor:
+        """``V`` booleans: a summand's term of the vertex reads parameters."""
+        return self._any("vertex_has_params")
+
+    @property
+    def vertex_has_offset(self) -> Tensor:
+        """``V`` booleans: a summand's term of the vertex has a constant."""
+        return self._any("vertex_has_offset")
+
+    @property
+    def vertex_contributes(self) -> Tensor:
+        """``V`` booleans: the vertex has a term in some summand."""
+        return self._any("vertex_contributes")
+
+    def slot_features(self, x: Tensor) -> tuple[SlotFeatures, ...]:
+        """Each summand's ``slot_features(x)``, for ``forward()``'s ``x1_features``
+        and ``x2_features``."""
+        return tuple(k.slot_features(x) for k in self.kernels)
+
+    def forward(
+        self,
+        x1: Tensor,
+        x2: Tensor,
+        diag: bool = False,
+        last_dim_is_batch: bool = False,
+        x2_features: tuple[SlotFeatures, ...] | None = None,
+        x1_features: tuple[SlotFeatures, ...] | None = None,
+        **params,
+    ) -> Tensor:
+        """The summands' ``forward()``, added (dense, in order)."""
+        n = len(self.kernels)
+        x1_features = (None,) * n if x1_features is None else x1_features
+        x2_features = (None,) * n if x2_features is None else x2_features
+        gram = None
+        for kernel, f1, f2 in zip(self.kernels, x1_features, x2_features, strict=True):
+            term = kernel.forward(
+                x1, x2, diag, last_dim_is_batch, x2_features=f2, x1_features=f1
+            )
+            gram = term if gram is None else gram + term
+        return gram
+
+    def vertex_covariance(self, z: Tensor, x: Tensor) -> Tensor:
+        """The summands' ``vertex_covariance()``, added: ``*b x r x V x n``."""
+        return sum_of(k.vertex_covariance(z, x) for k in self.kernels)
+
+    def vertex_prior_variance(self) -> Tensor:
+        """The summands' ``vertex_prior_variance()``, added: ``batch_shape x V``."""
+        return sum_of(k.vertex_prior_variance() for k in self.kernels)
+
+    def __add__(self, other: Kernel) -> Kernel:
+        """``self + other``, one flat sum where ``other`` is an Add-Tree kernel."""
+        if isinstance(other, (AddTreeKernel, AddTreeKernelSum)):
+            return AddTreeKernelSum(self, other)
+        return super().__add__(other)
+
+
+def sum_of(terms: Iterable[Tensor]) -> Tensor:
+    """``terms`` added in order (``sum()`` would start from a Python ``0``)."""
+    total = None
+    for term in terms:
+        total = term if total is None else total + term
+    return total
+
+
+def _load_single_kernel_state(
+    module: AddTreeKernelSum, state_dict: dict[str, Tensor], prefix: str, *args: Any
+) -> None:
+    """Rename a single Add-Tree kernel's entries (``prefix`` + name) to the first
+    summand's (``prefix + "kernels.0."`` + name) where that one is absent."""
+    del module, args
+    for key in [k for k in state_dict if k.startswith(prefix)]:
+        name = key[len(prefix) :]
+        target = f"{prefix}kernels.0.{name}"
+        if not name.startswith("kernels.") and target not in state_dict:
+            state_dict[target] = state_dict.pop(key)

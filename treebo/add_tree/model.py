@@ -45,7 +45,9 @@ from gpytorch.likelihoods import (
 from linear_operator.operators import DiagLinearOperator
 from torch import Tensor
 
-from treebo.add_tree.kernel import AddTreeKernel
+from treebo.add_tree.features import interacting_vertices
+from treebo.add_tree.interaction import AncestorInteractionKernel
+from treebo.add_tree.kernel import AddTreeKernel, AddTreeKernelSum
 from treebo.add_tree.options import AddTreeKernelOptions
 from treebo.gp.cached_solve import CachedSolveMixin
 from treebo.space.structure import (
@@ -220,15 +222,19 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         outcome_transform: Outcome transform (``DEFAULT``: ``Standardize``).
         covar_module: Optional ready
             [`AddTreeKernel`][treebo.add_tree.kernel.AddTreeKernel] (e.g. with other
-            priors); must match ``train_X``'s columns.
+            priors) or sum of them (e.g. ``AddTreeKernel(...) +
+            AncestorInteractionKernel(...)``); must match ``train_X``'s columns.
         categorical_values: ``{column: values}`` of the unordered categorical
             parameter columns (e.g. ``TreeSpace.categorical_values``), modelled
             by one-hot features inside their vertex's kernel; default none.
         **kernel_options: The kernel's structural settings, the fields of
             [`AddTreeKernelOptions`][treebo.add_tree.options.AddTreeKernelOptions]
             (``base_kernel``, ``vertex_bias``, ``share_lengthscales``,
-            ``share_outputscales``, ``shared_component``); default Definition 4 of the
-            paper.
+            ``share_outputscales``, ``shared_component``, and
+            ``ancestor_interactions``: add an
+            [`AncestorInteractionKernel`][treebo.add_tree.interaction.AncestorInteractionKernel]
+            of the same base kernel and sharing where a vertex with parameters lies
+            below another); default Definition 4 of the paper.
 
     Example:
         >>> from treebo.gp import fit_model
@@ -263,6 +269,7 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
                 f"{tuple(train_X.shape)}."
             )
         kernel_options = AddTreeKernelOptions(**kernel_options).as_kwargs()
+        interactions = kernel_options.pop("ancestor_interactions")
         d = train_X.shape[-1]
         tree = as_tree_structure(d, hierarchical_dependencies)
         if not isinstance(hierarchical_dependencies, TreeStructure):
@@ -293,18 +300,31 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         if covar_module is None:
             # The kernel reads transformed inputs: it shares the structure
             # unless the transform moved the values that select branches.
+            kernel_tree = tree if deps == tree.hierarchical_dependencies else deps
             covar_module = AddTreeKernel(
                 dim=d,
-                hierarchical_dependencies=(
-                    tree if deps == tree.hierarchical_dependencies else deps
-                ),
+                hierarchical_dependencies=kernel_tree,
                 batch_shape=batch_shape,
                 categorical_values=categorical_values,
                 **kernel_options,
             )
-        elif not isinstance(covar_module, AddTreeKernel) or covar_module.dim != d:
+            if interactions and bool(interacting_vertices(tree).any()):
+                covar_module = covar_module + AncestorInteractionKernel(
+                    d,
+                    covar_module.tree,
+                    base_kernel=kernel_options["base_kernel"],
+                    share_lengthscales=kernel_options["share_lengthscales"],
+                    share_outputscales=kernel_options["share_outputscales"],
+                    batch_shape=batch_shape,
+                    categorical_values=categorical_values,
+                )
+        elif (
+            not isinstance(covar_module, (AddTreeKernel, AddTreeKernelSum))
+            or covar_module.dim != d
+        ):
             raise ValueError(
-                "covar_module must be an AddTreeKernel over the columns of train_X."
+                "covar_module must be an AddTreeKernel (or a sum of them) over the "
+                "columns of train_X."
             )
         self._original_dependencies = tree.hierarchical_dependencies
         super().__init__(
@@ -498,7 +518,7 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         r"""Posterior mean and variance of every vertex component, all at once.
 
         Each vertex ``v`` is evaluated on the columns of ``X`` it owns (and,
-        with ``inherit_ancestors``, its ancestors'), as if ``v`` were on
+        where its kernel's terms read them, its ancestors'), as if ``v`` were on
         ``X``'s path (choice columns of ``X`` are ignored), so one row of
         ``X`` gives candidate values for every vertex.
 

@@ -67,13 +67,10 @@ class AddTreeKernelOptions:
         share_outputscales: ``"none"``, ``"depth"`` or ``"all"``, likewise.
         shared_component: Add a function per slot (per depth of a plain tree)
             that all of the slot's vertices share.
-        inherit_ancestors: Each vertex's kernel also reads its ancestors'
-            parameters, so the effect of a shared parameter may differ
-            between branches (Ma & Blaschko, 2020, App. E), branches without
-            parameters of their own included.
-        ancestor_interactions: Keep each vertex's own term and add a separate
-            interaction term on its and its ancestors' parameters, with a
-            small output-scale prior (Ma & Blaschko, 2020, App. E); best used as one of
+        ancestor_interactions: Add the interaction terms of a vertex's parameters
+            with its ancestors' (Ma & Blaschko, 2020, App. E:
+            [`AncestorInteractionKernel`][treebo.add_tree.interaction.AncestorInteractionKernel]),
+            with a small output-scale prior; best used as one of
             ``AddTreeOptions.alternative_kernels``.
 
     Example:
@@ -87,7 +84,6 @@ class AddTreeKernelOptions:
     share_lengthscales: Sharing = "none"
     share_outputscales: Sharing = "none"
     shared_component: bool = False
-    inherit_ancestors: bool = False
     ancestor_interactions: bool = False
 
     def __post_init__(self) -> None:
@@ -98,22 +94,18 @@ class AddTreeKernelOptions:
         object.__setattr__(self, "vertex_bias", validate_vertex_bias(self.vertex_bias))
         validate_sharing(self.share_lengthscales, "share_lengthscales")
         validate_sharing(self.share_outputscales, "share_outputscales")
-        for name in ("shared_component", "inherit_ancestors", "ancestor_interactions"):
+        for name in ("shared_component", "ancestor_interactions"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}.")
-        if self.inherit_ancestors and self.ancestor_interactions:
-            raise ValueError(
-                "inherit_ancestors and ancestor_interactions cannot both be set: "
-                "choose folded (inherit_ancestors) or separate interaction terms."
-            )
 
     def as_kwargs(self) -> dict[str, Any]:
-        """The options as keyword arguments of ``AddTreeKernel`` / ``AddTreeGP``."""
+        """The options as keyword arguments of
+        [`AddTreeGP`][treebo.add_tree.model.AddTreeGP]."""
         return asdict(self)
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        """The option names (keyword arguments of the kernel and the model)."""
+        """The option names (keyword arguments of the model)."""
         return tuple(f.name for f in fields(cls))
 
 
@@ -215,8 +207,8 @@ class AddTreeOptions:
             ``kernel`` with the interaction terms of the paper's App. E
             (``ancestor_interactions=True``), so that they are used only where the data
             show them (the best learning rate depends on the optimizer chosen below it,
-            say); none where ``kernel`` already has them or folds its ancestors'
-            parameters in. ``()``: ``kernel`` alone. An alternative that gives the space
+            say); none where ``kernel`` already has them. ``()``: ``kernel``
+            alone. An alternative that gives the space
             the same model as ``kernel`` (interaction terms on a space with no vertex of
             parameters below another) is skipped; each other one adds a fit per
             proposal.
@@ -272,7 +264,7 @@ class AddTreeOptions:
         if self.alternative_kernels is not None:
             return self.alternative_kernels
         kernel = self.kernel
-        if kernel.inherit_ancestors or kernel.ancestor_interactions:
+        if kernel.ancestor_interactions:
             return ()
         return (replace(kernel, ancestor_interactions=True),)
 
@@ -329,13 +321,12 @@ class AddTreeUCBOptions:
 
     def __post_init__(self) -> None:
         _check_shared_fields(self)
-        for name in ("inherit_ancestors", "ancestor_interactions"):
-            if getattr(self.kernel, name):
-                raise ValueError(
-                    f"kernel: {name} is not available with the per-vertex UCB "
-                    "(add_tree_ucb): each vertex is maximized on its own "
-                    "parameters; use the add_tree strategy."
-                )
+        if self.kernel.ancestor_interactions:
+            raise ValueError(
+                "kernel: ancestor_interactions is not available with the per-vertex "
+                "UCB (add_tree_ucb): each vertex is maximized on its own "
+                "parameters; use the add_tree strategy."
+            )
         if self.beta is not None:
             check_positive(self.beta, "beta")
         if self.path_selection not in PATH_SELECTIONS:

@@ -132,7 +132,7 @@ class AddTreeStrategy(Strategy):
     def make_fitter(self) -> WarmStartFit:
         """The fitter of a model: marginal likelihood, warm-started from its
         last fit (a subclass may fit otherwise, e.g.
-        ``WarmStartFit(criterion="loo")``)."""
+        ``WarmStartFit(mll_class=LeaveOneOutPseudoLikelihood)``)."""
         return WarmStartFit()
 
     def noise_floor(self) -> float:

@@ -3,7 +3,6 @@
 from treebo.gp.cached_solve import CachedSolveMixin
 from treebo.gp.correlation import pairwise_sq_dist, stationary_correlation
 from treebo.gp.fit import (
-    FIT_CRITERIA,
     NoiseFloorLikelihood,
     fit_model,
     loo_log_densities,
@@ -14,7 +13,6 @@ from treebo.gp.fit import (
 )
 
 __all__ = [
-    "FIT_CRITERIA",
     "CachedSolveMixin",
     "fit_model",
     "loo_log_densities",

@@ -1,10 +1,12 @@
-r"""Hyper-parameter fitting for exact GPs: marginal or leave-one-out likelihood.
+r"""Hyper-parameter fitting for exact GPs, and the leave-one-out predictive density.
 
-BoTorch fits hyper-parameters by maximizing the (log) marginal likelihood
-(``"mll"``). On small, noise-free data sets with additive structure, the
-marginal likelihood often prefers short lengthscales plus noise over a smooth
-fit; the leave-one-out predictive log likelihood (``"loo"``, Rasmussen &
-Williams 2006, Sec. 5.4.2),
+[`fit_model()`][treebo.gp.fit.fit_model] maximizes an objective of the model's
+hyper-parameters, by default the log marginal likelihood (BoTorch's), computed from one
+Cholesky factor
+([`CholeskyMarginalLogLikelihood`][treebo.gp.exact_mll.CholeskyMarginalLogLikelihood]).
+Another objective is injected as a class, e.g. GPyTorch's
+``LeaveOneOutPseudoLikelihood``: the leave-one-out predictive log likelihood
+(Rasmussen & Williams 2006, Sec. 5.4.2),
 
 $$
 \frac{1}{n}\sum_{i=1}^n \log p(y_i \mid X, y_{-i}, \theta)
@@ -14,9 +16,10 @@ $$
 \mu_i = y_i - [K^{-1} y]_i \, \sigma_i^2,
 $$
 
-scores hyper-parameters by how well each point is predicted from the others,
-which is what a regression or BO surrogate is used for; on few points it can
-predict far better than the marginal likelihood's hyper-parameters.
+scores hyper-parameters by how well each point is predicted from the others. The loop
+fits by the marginal likelihood and uses the per-point leave-one-out densities
+([`loo_log_densities()`][treebo.gp.fit.loo_log_densities]) to choose between kernels
+([`predicts_better()`][treebo.gp.fit.predicts_better]).
 """
 
 from __future__ import annotations
@@ -29,25 +32,13 @@ from botorch.fit import fit_gpytorch_mll
 from botorch.models.model import Model
 from gpytorch.constraints import GreaterThan
 from gpytorch.likelihoods import GaussianLikelihood
-from gpytorch.mlls import LeaveOneOutPseudoLikelihood
+from gpytorch.mlls import MarginalLogLikelihood
 from gpytorch.priors import LogNormalPrior
 from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
 from treebo.gp.lockstep import current_lockstep
-
-FIT_CRITERIA = ("mll", "loo")
-
-#: Below this many training points ``"loo"`` falls back to ``"mll"`` (leaving one
-#: of two or three points out says little about the hyper-parameters).
-MIN_POINTS_FOR_LOO = 4
-
-
-def validate_fit_criterion(criterion: str, name: str = "criterion") -> None:
-    """Raise a ``ValueError`` naming ``name`` unless ``criterion`` is known."""
-    if criterion not in FIT_CRITERIA:
-        raise ValueError(f"{name} must be one of {FIT_CRITERIA}, got {criterion!r}.")
 
 
 class NoiseFloorLikelihood(GaussianLikelihood):
@@ -110,33 +101,45 @@ def noise_floor_likelihood_options(noise_floor: float) -> dict[str, Any]:
     }
 
 
-def fit_model(model: Model, criterion: str = "mll", **fit_kwargs: Any) -> Model:
+def fit_model(
+    model: Model,
+    mll_class: type[MarginalLogLikelihood] = CholeskyMarginalLogLikelihood,
+    **fit_kwargs: Any,
+) -> Model:
     """Fit an exact GP's hyper-parameters and return it in eval mode.
 
     Args:
         model: An exact GP with a Gaussian likelihood (e.g. ``AddTreeGP``).
-        criterion: ``"mll"`` (log marginal likelihood, BoTorch's default) or
-            ``"loo"`` (leave-one-out predictive log likelihood; falls back to
-            ``"mll"`` below ``MIN_POINTS_FOR_LOO`` training points). Both add the
-            log densities of the model's priors. ``"loo"`` leaves a constant
-            mean weakly determined (a smooth component can absorb offsets), so
-            predictions far from the data can drift.
+        mll_class: The objective, built as ``mll_class(model.likelihood, model)``:
+            the log marginal likelihood by default, or e.g. GPyTorch's
+            ``LeaveOneOutPseudoLikelihood`` (module docstring; it leaves a constant
+            mean weakly determined, so predictions far from the data can drift).
+            Either adds the log densities of the model's priors.
         **fit_kwargs: Passed to `botorch.fit.fit_gpytorch_mll()` (e.g.
-            ``optimizer_kwargs``); its retries with fresh draws from the priors apply to
-            both criteria. Inside
+            ``optimizer_kwargs``); its retries with fresh draws from the priors
+            apply to any objective. Inside
             [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep] the marginal
             likelihood's evaluations are batched with the other runs' (its
             ``closure``).
 
     Returns:
         The fitted model, in eval mode.
+
+    Example:
+        >>> from botorch.models import SingleTaskGP
+        >>> from gpytorch.mlls import LeaveOneOutPseudoLikelihood
+        >>> X = torch.rand(12, 1, dtype=torch.float64)
+        >>> model = SingleTaskGP(X, torch.sin(6 * X))
+        >>> fit_model(model, LeaveOneOutPseudoLikelihood).training
+        False
     """
-    validate_fit_criterion(criterion)
-    n = model.train_targets.shape[-1]
-    if criterion == "loo" and n >= MIN_POINTS_FOR_LOO:
-        objective = LeaveOneOutPseudoLikelihood(model.likelihood, model)
-    else:
-        objective = CholeskyMarginalLogLikelihood(model.likelihood, model)
+    if not (
+        isinstance(mll_class, type) and issubclass(mll_class, MarginalLogLikelihood)
+    ):
+        raise TypeError(
+            f"mll_class must be a MarginalLogLikelihood class, got {mll_class!r}."
+        )
+    objective = mll_class(model.likelihood, model)
     lockstep = current_lockstep()
     if lockstep is not None and "closure" not in fit_kwargs:
         fit_kwargs = {**fit_kwargs, "closure": lockstep.closure(objective)}

@@ -9,7 +9,9 @@ from typing import Any
 import torch
 from botorch.exceptions import ModelFittingError
 from botorch.models.model import Model
+from gpytorch.mlls import MarginalLogLikelihood
 
+from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
 from treebo.gp.fit import fit_model
 
 #: Noise floors tried in turn, as multiples of the requested one.
@@ -29,8 +31,9 @@ class WarmStartFit:
 
     Args:
         warm_start: Start each fit from the previous hyper-parameters.
-        criterion: ``"mll"`` or ``"loo"`` (see
-            [`fit_model()`][treebo.gp.fit.fit_model]).
+        mll_class: The objective the fits maximize (see
+            [`fit_model()`][treebo.gp.fit.fit_model]; default the log marginal
+            likelihood).
         **fit_kwargs: Passed to [`fit_model()`][treebo.gp.fit.fit_model] (e.g.
             ``optimizer_kwargs={"options": {"maxiter": 50}}``).
 
@@ -53,10 +56,13 @@ class WarmStartFit:
     """
 
     def __init__(
-        self, warm_start: bool = True, criterion: str = "mll", **fit_kwargs: Any
+        self,
+        warm_start: bool = True,
+        mll_class: type[MarginalLogLikelihood] = CholeskyMarginalLogLikelihood,
+        **fit_kwargs: Any,
     ) -> None:
         self.warm_start = warm_start
-        self.criterion = criterion
+        self.mll_class = mll_class
         self.fit_kwargs = fit_kwargs
         self.state: dict[str, torch.Tensor] | None = None
 
@@ -80,7 +86,7 @@ class WarmStartFit:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    fit_model(model, self.criterion, **self.fit_kwargs)
+                    fit_model(model, self.mll_class, **self.fit_kwargs)
                 if not all(bool(t.isfinite().all()) for t in model.parameters()):
                     raise ModelFittingError("the fit ended at non-finite values")
                 break
