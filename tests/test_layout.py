@@ -236,7 +236,7 @@ STABLE_PATHS = {
     "treebo.add_tree": "AddTreeGP AddTreeKernel AddTreeKernelOptions AddTreeOptions "
     "AddTreeStrategy AddTreeUCB AddTreeUCBOptions AddTreeUCBStrategy LocalStepOptions "
     "LOOP_KERNEL_OPTIONS VertexPosterior add_tree_beta optimize_add_tree_ucb "
-    "local_refinement_candidate",
+    "LocalSteps AddTreeKernelSum AncestorInteractionKernel",
     "treebo.tree_additive": "TreeAdditiveGP TreeAdditiveKernel TreeAdditiveUCB "
     "TreeAdditiveOptions TreeAdditiveStrategy ComponentPosterior GridPosterior "
     "learn_tree_structure optimize_acqf_zooming message_passing_discrete "

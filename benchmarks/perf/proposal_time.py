@@ -24,7 +24,7 @@ import torch
 
 from benchmarks.methods.botorch_peers import botorch_proposal
 from treebo import TreeOptimizer
-from treebo.add_tree import local_refinement_candidate
+from treebo.add_tree import LocalStepOptions, LocalSteps
 from treebo.test_functions import Jenatton
 
 
@@ -65,9 +65,10 @@ def main() -> None:
     # The loop's local refinement step, which runs after the global proposal
     # when that proposal lies next to the incumbent.
     X_loop, y_loop = opt.training_data()
+    steps = LocalSteps(LocalStepOptions(mean="constant"))
     for r in range(args.repeats):
         t0 = time.perf_counter()
-        local_refinement_candidate(space, X_loop, y_loop, seed=r)
+        steps.step(space, X_loop, y_loop, seed=r)
         times.setdefault("treebo local refinement step", []).append(
             time.perf_counter() - t0
         )

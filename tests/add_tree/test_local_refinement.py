@@ -9,13 +9,30 @@ import torch
 from botorch.acquisition import LogExpectedImprovement, UpperConfidenceBound
 from botorch.models import SingleTaskGP
 
+from treebo.add_tree import LocalStepOptions, LocalSteps
 from treebo.add_tree.local_refinement import (
+    LocalBox,
     OffsetModel,
     linf_distance,
-    local_refinement_candidate,
+    neighbourhood,
     same_path_as,
 )
 from treebo.test_functions import Jenatton
+
+
+def local_step(
+    space, X, y, acquisition="ucb", seed=None, **settings
+) -> torch.Tensor | None:
+    """A local step of ``LocalSteps`` whose class settings (``radius``,
+    ``num_neighbors``, ``beta``) are ``settings``, the rest passed to ``step()``."""
+    step_args = {
+        k: settings.pop(k)
+        for k in ("prior_mean", "prior_resolution", "X_pending")
+        if k in settings
+    }
+    steps = type("Steps", (LocalSteps,), settings)(LocalStepOptions(mean="constant"))
+    return steps.step(space, X, y, acquisition, seed=seed, **step_args)
+
 
 X4_OPT = 0.3
 
@@ -47,7 +64,7 @@ def basin_data(n_far: int = 12, n_near: int = 8, spread: float = 1e-3, seed: int
 def test_candidate_stays_on_the_incumbent_path_inside_the_radius(radius):
     space, X, y = basin_data()
     best = X[int(y.argmax())]
-    cand = local_refinement_candidate(space, X, y, radius=radius, seed=0)
+    cand = local_step(space, X, y, radius=radius, seed=0)
     assert cand is not None and cand.shape == (1, space.dim)
     assert bool(same_path_as(space, cand, best)[0])
     assert linf_distance(space, cand[0], best) <= radius * (1 + 1e-12)
@@ -63,7 +80,7 @@ def test_repeated_refinement_resolves_the_optimum_far_below_the_global_scale():
     start_regret = float(-y.max()) - 0.1
     assert start_regret > 1e-7
     for step in range(14):
-        cand = local_refinement_candidate(space, X, y, radius=0.05, seed=step)
+        cand = local_step(space, X, y, radius=0.05, seed=step)
         assert cand is not None
         X = torch.cat([X, cand])
         y = torch.cat([y, -shifted_jenatton(cand).unsqueeze(-1)])
@@ -75,13 +92,13 @@ def test_repeated_refinement_resolves_the_optimum_far_below_the_global_scale():
 def test_no_candidate_without_enough_points_on_the_path():
     space, X, y = basin_data(n_far=0, n_near=3)
     # Three points on the incumbent's path, |A| = 2 columns: fewer than |A| + 2.
-    assert local_refinement_candidate(space, X, y) is None
+    assert local_step(space, X, y) is None
     X4, y4 = basin_data(n_far=0, n_near=4)[1:]
-    assert local_refinement_candidate(space, X4, y4) is not None
+    assert local_step(space, X4, y4) is not None
     # All points identical on the best path: no spread to build a box from.
     same = X4[int(y4.argmax())].repeat(5, 1)
     ones = torch.ones(5, 1, dtype=torch.float64)
-    assert local_refinement_candidate(space, same, ones) is None
+    assert local_step(space, same, ones) is None
 
 
 def test_repeated_points_count_once():
@@ -94,14 +111,14 @@ def test_repeated_points_count_once():
         torch.cat([X3, X3[inc3].repeat(4, 1)]),
         torch.cat([y3, y3[inc3].repeat(4, 1)]),
     )
-    assert local_refinement_candidate(space, *rep3) is None
+    assert local_step(space, *rep3) is None
     # ... nor collapse the box: more copies than neighbours leave it as it was.
     k = 6
     reps = (
         torch.cat([X, X[best].repeat(3 * k, 1)]),
         torch.cat([y, y[best].repeat(3 * k, 1)]),
     )
-    cand = local_refinement_candidate(space, *reps, num_neighbors=k, seed=0)
+    cand = local_step(space, *reps, num_neighbors=k, seed=0)
     assert cand is not None
     spread = max(linf_distance(space, x, X[best]) for x in X)
     assert 0.0 < linf_distance(space, cand[0], X[best]) <= spread * (1 + 1e-9)
@@ -133,8 +150,8 @@ def test_ucb_step_refines_where_log_ei_picks_a_box_corner():
     best = X[int(y.argmax())]
     regret = float(-y.max()) - 0.1
     for seed in range(3):
-        ei = local_refinement_candidate(space, X, y, seed=seed, acquisition="log_ei")
-        ucb = local_refinement_candidate(space, X, y, seed=seed)
+        ei = local_step(space, X, y, seed=seed, acquisition="log_ei")
+        ucb = local_step(space, X, y, seed=seed)
         # LogEI: the unexplored corner, whose posterior variance is the prior's.
         assert linf_distance(space, ei[0], best) == pytest.approx(0.05)
         assert float(problem(ei)) - 0.1 > 1e3 * regret
@@ -182,7 +199,7 @@ def test_residual_step_follows_the_prior_mean(n_points):
         return -0.9 * problem(Z)
 
     for seed in range(2):
-        cand = local_refinement_candidate(space, X, y, seed=seed, prior_mean=prior_mean)
+        cand = local_step(space, X, y, seed=seed, prior_mean=prior_mean)
         assert bool(same_path_as(space, cand, X[int(y.argmax())])[0])
         # The residual of a smooth prior is easy to model: the step improves
         # the incumbent tenfold (the plain step does not with 8 points).
@@ -198,7 +215,7 @@ def test_a_prior_mean_is_ignored_below_its_resolution():
         return -0.9 * problem(Z)
 
     def step(**kwargs):
-        return local_refinement_candidate(space, X, y, seed=0, **kwargs)
+        return local_step(space, X, y, seed=0, **kwargs)
 
     plain = step()
     assert not torch.equal(plain, step(prior_mean=informative))
@@ -213,14 +230,33 @@ def test_a_prior_mean_is_ignored_below_its_resolution():
 def test_bad_inputs_are_rejected():
     space, X, y = basin_data()
     with pytest.raises(ValueError, match="X must be n x d and y n x 1"):
-        local_refinement_candidate(space, X, y.squeeze(-1))
+        local_step(space, X, y.squeeze(-1))
     with pytest.raises(ValueError, match="radius must be > 0"):
-        local_refinement_candidate(space, X, y, radius=0.0)
+        local_step(space, X, y, radius=0.0)
     with pytest.raises(ValueError, match="acquisition must be one of"):
-        local_refinement_candidate(space, X, y, acquisition="ei")
+        local_step(space, X, y, acquisition="ei")
     for beta in (-0.1, math.nan, True, "1"):
         with pytest.raises(ValueError, match="beta must be a finite number >= 0"):
-            local_refinement_candidate(space, X, y, beta=beta)
+            local_step(space, X, y, beta=beta)
+
+
+def test_the_box_spans_the_nearest_and_maps_to_the_unit_cube_and_back():
+    space, X, y = basin_data()
+    near = neighbourhood(space, X, y, num_neighbors=5)
+    assert near.columns == [1, 5]  # r8 and x4 on the best path
+    assert near.nearest.numel() == 5
+    box = LocalBox.around(space, X, near, radius=0.05)
+    # The nearest observations are modelled and lie in the box.
+    rows = near.on_path[near.nearest]
+    assert set(rows.tolist()) <= set(box.rows.tolist())
+    assert bool(box.contains(X[box.rows]).all())
+    assert not bool(box.contains(X[:12]).any())  # the far points
+    U = box.to_unit(X[box.rows])
+    assert bool(((U >= 0) & (U <= 1)).all())
+    torch.testing.assert_close(box.to_full(U), X[box.rows])
+    # The half-widths are capped at the radius.
+    width = (space.bounds[1] - space.bounds[0]).to(X)[near.columns]
+    assert bool(((box.upper - box.lower) / width <= 0.1 * (1 + 1e-12)).all())
 
 
 def test_linf_distance_is_infinite_across_paths():
@@ -232,11 +268,9 @@ def test_linf_distance_is_infinite_across_paths():
 
 def test_pending_points_off_the_incumbents_path_change_nothing():
     space, X, y = basin_data()
-    plain = local_refinement_candidate(space, X, y, seed=0)
+    plain = local_step(space, X, y, seed=0)
     others = space.set_paths(space.sample(3, seed=5), torch.tensor([1, 2, 3]))
-    torch.testing.assert_close(
-        local_refinement_candidate(space, X, y, seed=0, X_pending=others), plain
-    )
+    torch.testing.assert_close(local_step(space, X, y, seed=0, X_pending=others), plain)
 
 
 def test_parallel_local_steps_resolve_the_optimum_with_steps_in_flight():
@@ -246,9 +280,7 @@ def test_parallel_local_steps_resolve_the_optimum_with_steps_in_flight():
     start_regret = float(-y.max()) - 0.1
     pending = X[:0]
     for step in range(20):
-        cand = local_refinement_candidate(
-            space, X, y, radius=0.05, seed=step, X_pending=pending
-        )
+        cand = local_step(space, X, y, radius=0.05, seed=step, X_pending=pending)
         assert cand is not None
         pending = torch.cat([pending, cand])
         if pending.shape[0] == 3:

@@ -116,23 +116,17 @@ def test_the_step_gets_the_options_and_the_global_posterior_mean(monkeypatch, me
     model = TreeOptimizer(obs.space, seed=0).strategy.fit(obs)
     seen = []
 
-    def spy(space, X, y, **kwargs):
-        seen.append(kwargs)
+    def spy(self, space, X, y, acquisition, seed=None, **kwargs):
+        seen.append({"acquisition": acquisition, "seed": seed, **kwargs})
         return None
 
-    monkeypatch.setattr(local_steps, "local_refinement_candidate", spy)
-
-    class Wider(LocalSteps):
-        beta, noise_floor, radius = 2.0, 1e-7, 0.1
-
-    steps = Wider(LocalStepOptions(mean=mean))
+    monkeypatch.setattr(LocalSteps, "step", spy)
+    steps = LocalSteps(LocalStepOptions(mean=mean))
     pending = obs.X[:2] + 0.01
     assert steps.candidate(obs, obs.X, obs.y, model, pending) is None
     (kwargs,) = seen
     assert kwargs["X_pending"] is pending
-    assert kwargs["beta"] == 2.0 and kwargs["noise_floor"] == 1e-7
-    assert kwargs["radius"] == 0.1 and kwargs["seed"] == obs.seed
-    assert kwargs["acquisition"] == "ucb"
+    assert kwargs["seed"] == obs.seed and kwargs["acquisition"] == "ucb"
     if mean == "constant":
         assert kwargs["prior_mean"] is None and kwargs["prior_resolution"] == 0.0
         return
@@ -145,11 +139,47 @@ def test_the_step_gets_the_options_and_the_global_posterior_mean(monkeypatch, me
         steps.candidate(obs, obs.X, obs.y, None)
 
 
+def test_a_step_uses_the_class_settings(monkeypatch):
+    space = Jenatton().space
+    X = space.set_paths(space.sample(10, seed=0), torch.zeros(10, dtype=torch.long))
+    y = -Jenatton()(X).unsqueeze(-1)
+    seen = {}
+
+    def fit_spy(box, X, y, noise_floor, *args):
+        seen.update(box=box, noise_floor=noise_floor)
+        return "model"
+
+    def acquisition_spy(model, acquisition, beta, best_f):
+        seen.update(model=model, beta=beta, best_f=best_f)
+        return "acqf"
+
+    def optimize_spy(box, acqf, num_restarts, raw_samples, seed):
+        seen.update(acqf=acqf, restarts=(num_restarts, raw_samples), seed=seed)
+        return None
+
+    monkeypatch.setattr(local_steps, "fit_local_model", fit_spy)
+    monkeypatch.setattr(local_steps, "local_acquisition", acquisition_spy)
+    monkeypatch.setattr(local_steps, "optimize_in_box", optimize_spy)
+
+    class Wider(LocalSteps):
+        beta, noise_floor, radius = 2.0, 1e-7, 0.1
+        num_restarts, raw_samples = 3, 64
+
+    assert Wider(LocalStepOptions()).step(space, X, y, "ucb", seed=5) is None
+    box = seen["box"]
+    width = (space.bounds[1] - space.bounds[0]).to(X)[box.columns]
+    assert bool(((box.upper - box.lower) / width <= 0.2 * (1 + 1e-12)).all())
+    assert seen["noise_floor"] == 1e-7 and seen["beta"] == 2.0
+    assert seen["model"] == "model" and seen["acqf"] == "acqf"
+    assert seen["best_f"] == y[box.rows].max()
+    assert seen["restarts"] == (3, 64) and seen["seed"] == 5
+    with pytest.raises(ValueError, match="radius must be > 0"):
+        type("Narrow", (LocalSteps,), {"radius": 0.0})(LocalStepOptions())
+
+
 def test_a_step_onto_an_evaluated_point_is_dropped(monkeypatch):
     obs = initial_observations()
-    monkeypatch.setattr(
-        local_steps, "local_refinement_candidate", lambda *a, **k: obs.X[2:3]
-    )
+    monkeypatch.setattr(LocalSteps, "step", lambda *a, **k: obs.X[2:3])
     steps = LocalSteps(LocalStepOptions(mean="constant"))
     assert steps.candidate(obs, obs.X, obs.y, None) is None
 
@@ -157,9 +187,7 @@ def test_a_step_onto_an_evaluated_point_is_dropped(monkeypatch):
 def test_a_step_onto_a_pending_point_is_dropped(monkeypatch):
     obs = initial_observations()
     pending = obs.space.sample(2, seed=9)
-    monkeypatch.setattr(
-        local_steps, "local_refinement_candidate", lambda *a, **k: pending[1:]
-    )
+    monkeypatch.setattr(LocalSteps, "step", lambda *a, **k: pending[1:])
     steps = LocalSteps(LocalStepOptions(mean="constant"))
     assert steps.candidate(obs, obs.X, obs.y, None, pending) is None
     assert steps.candidate(obs, obs.X, obs.y, None) is not None

@@ -21,7 +21,7 @@ strategies ([`strategy`][treebo.add_tree.strategy]: ``"add_tree"``, LogEI;
 from treebo.add_tree.acquisition import AddTreeUCB, add_tree_beta, optimize_add_tree_ucb
 from treebo.add_tree.interaction import AncestorInteractionKernel
 from treebo.add_tree.kernel import AddTreeKernel, AddTreeKernelSum
-from treebo.add_tree.local_refinement import local_refinement_candidate
+from treebo.add_tree.local_steps import LocalSteps
 from treebo.add_tree.model import AddTreeGP, BranchWithoutDataWarning, VertexPosterior
 from treebo.add_tree.options import (
     LOOP_KERNEL_OPTIONS,
@@ -46,8 +46,8 @@ __all__ = [
     "AncestorInteractionKernel",
     "BranchWithoutDataWarning",
     "LocalStepOptions",
+    "LocalSteps",
     "VertexPosterior",
     "add_tree_beta",
-    "local_refinement_candidate",
     "optimize_add_tree_ucb",
 ]

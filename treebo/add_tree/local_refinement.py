@@ -7,11 +7,12 @@ them apart: proposals stall a fixed distance from the optimum. Trust-region meth
 (TuRBO, Eriksson et al.
 2019) avoid this by modelling only the neighbourhood of the incumbent.
 
-[`local_refinement_candidate()`][treebo.add_tree.local_refinement.local_refinement_candidate]
-does this on a tree-structured space. With $x^*$ the best observation and $A$ the
-continuous columns active on its path, it takes the $k$ observations on the same path
-nearest to $x^*$ (in the $\ell_\infty$ distance on ``bounds``-normalized columns $A$),
-builds the box
+A local step does this on a tree-structured space, in four parts. With $x^*$ the best
+observation and $A$ the continuous columns active on its path, it takes the $k$
+observations on the same path nearest to $x^*$ (in the $\ell_\infty$ distance on
+``bounds``-normalized columns $A$:
+[`neighbourhood()`][treebo.add_tree.local_refinement.neighbourhood]), builds the box
+([`LocalBox.around()`][treebo.add_tree.local_refinement.LocalBox.around])
 
 $$
 B = \prod_{c \in A} [x^*_c - h_c,\; x^*_c + h_c] \cap [l_c, u_c], \qquad
@@ -20,8 +21,13 @@ h_c = (u_c - l_c) \min\Big(\rho,\; \max_{i \le k}
 $$
 
 fits a ``SingleTaskGP`` to those $k$ points and every other same-path observation in
-$B$, with inputs scaled to $B$ and outcomes standardized over those points only, and
-returns the maximizer of an acquisition in $B$. As new points gather around the optimum
+$B$, with inputs scaled to $B$ and outcomes standardized over those points only
+([`fit_local_model()`][treebo.add_tree.local_refinement.fit_local_model]), and
+returns the maximizer of an acquisition in $B$
+([`local_acquisition()`][treebo.add_tree.local_refinement.local_acquisition],
+[`optimize_in_box()`][treebo.add_tree.local_refinement.optimize_in_box]);
+[`LocalSteps.step()`][treebo.add_tree.local_steps.LocalSteps.step] puts them
+together. As new points gather around the optimum
 the box shrinks with them, so the resolution follows the incumbent down to machine
 precision.
 
@@ -32,7 +38,7 @@ model's prediction and explores only where it is unsure near that prediction.
 those corners (their posterior variance is the prior's), so its steps tend to land on
 the box's edge. Exploring steps still help the box shrink onto the optimum, so the
 loop's local steps alternate the two by default
-([`LocalStepOptions`][treebo.add_tree.options.LocalStepOptions]). The local noise floor
+([`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]). The local noise floor
 (default $10^{-8}$ of the neighbourhood's standardized variance) bounds how finely a
 step can resolve the values near the incumbent.
 
@@ -48,9 +54,15 @@ import math
 import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
-from botorch.acquisition import LogExpectedImprovement, UpperConfidenceBound
+from botorch.acquisition import (
+    AcquisitionFunction,
+    LogExpectedImprovement,
+    UpperConfidenceBound,
+)
 from botorch.acquisition.objective import PosteriorTransform
 from botorch.exceptions import ModelFittingError
 from botorch.fit import fit_gpytorch_mll
@@ -169,72 +181,50 @@ def validate_local_acquisition(
         raise ValueError(f"{names[1]} must be a finite number >= 0, got {beta!r}.")
 
 
-def local_refinement_candidate(
-    space: TreeSpace,
-    X: Tensor,
-    y: Tensor,
-    radius: float = 0.05,
-    num_neighbors: int | None = None,
-    noise_floor: float = 1e-8,
-    acquisition: str = "ucb",
-    beta: float = 0.1,
-    num_restarts: int = 4,
-    raw_samples: int = 128,
-    seed: int | None = None,
-    prior_mean: Callable[[Tensor], Tensor] | None = None,
-    prior_resolution: float = 0.0,
-    X_pending: Tensor | None = None,
-) -> Tensor | None:
-    r"""A candidate near the best observation from a model of its neighbourhood.
+class Neighbourhood(NamedTuple):
+    """The incumbent and its nearest observations on its path.
+
+    Attributes:
+        incumbent: ``d`` the best observation.
+        columns: The real columns active on its path (``|A|`` of them).
+        on_path: Indices of the observations that share its discrete setting.
+        nearest: The ``k`` nearest distinct ones among them (positions in
+            ``on_path``).
+        offsets: ``len(on_path) x |A|`` their offsets from the incumbent, as
+            fractions of each column's range.
+    """
+
+    incumbent: Tensor
+    columns: list[int]
+    on_path: Tensor
+    nearest: Tensor
+    offsets: Tensor
+
+
+def neighbourhood(
+    space: TreeSpace, X: Tensor, y: Tensor, num_neighbors: int | None = None
+) -> Neighbourhood | None:
+    r"""The best observation and its $k$ nearest distinct observations on its path
+    (the $\ell_\infty$ distance on ``bounds``-normalized real columns).
 
     Args:
         space: The search space (its ``bounds`` normalize the distances).
         X: ``n x d`` encoded observations.
         y: ``n x 1`` targets (larger is better).
-        radius: Largest half-width of the box, as a fraction of each column's range, so
-            the candidate is never further from the incumbent (in the
-            ``bounds``-normalized $\ell_\infty$ distance).
-        num_neighbors: $k$, the number of same-path observations modelled (default
-            ``max(6, 3 |A| + 2)``); repeated points count once.
-        noise_floor: Lower bound on the local model's noise variance
-            (standardized over the neighbourhood). It sets the step's
-            resolution: about ``sqrt(noise_floor)`` of the spread of the
-            neighbours' values, so 1e-8 resolves 1e-4 of it.
-        acquisition: ``"ucb"`` (default: $\mu + \sqrt{\beta}\sigma$ of the local model)
-            or ``"log_ei"`` (``LogExpectedImprovement`` over the best neighbour).
-        beta: The UCB weight $\beta$ (``acquisition="ucb"`` only).
-        num_restarts: L-BFGS-B starts for the local acquisition.
-        raw_samples: Random points scored to choose the starts.
-        seed: Seed of the start selection.
-        prior_mean: Optional map from ``m x d`` encodings to ``m`` predictions
-            on ``y``'s scale (differentiable; the global model's posterior
-            mean). The local model then fits ``y - prior_mean(X)`` and the
-            acquisition scores ``prior_mean`` plus the residual's posterior.
-        prior_resolution: Use ``prior_mean`` only while the neighbourhood's
-            values spread more than this (on ``y``'s scale; say, the global
-            model's noise standard deviation, below which its mean carries
-            no information).
-        X_pending: ``p x d`` configurations being evaluated. Those in the box
-            are believed at the local model's own posterior mean (its variance
-            there drops to the noise floor, so the step goes elsewhere); the
-            box and the model's fit use the finished observations only.
+        num_neighbors: $k$ (default ``max(6, 3 |A| + 2)``); repeated points count
+            once, so that re-evaluations of the incumbent cannot collapse a box
+            onto it.
 
     Returns:
-        A ``1 x d`` candidate on the incumbent's path, or ``None`` when the path
-        has no active continuous column, fewer than ``|A| + 2`` distinct
-        observations,
-        no spread around the incumbent, or the local model cannot be fitted.
+        The neighbourhood, or ``None`` when the path has no active real column or
+        fewer than ``|A| + 2`` distinct observations.
     """
     if X.dim() != 2 or y.shape != (X.shape[0], 1):
         raise ValueError(
             "X must be n x d and y n x 1, got shapes "
             f"{tuple(X.shape)} and {tuple(y.shape)}."
         )
-    if not radius > 0:
-        raise ValueError(f"radius must be > 0, got {radius}.")
-    validate_local_acquisition(acquisition, beta)
-    best = int(y.squeeze(-1).argmax())
-    x_best = X[best]
+    x_best = X[int(y.squeeze(-1).argmax())]
     active = space.column_activity(x_best.unsqueeze(0))[0]
     cols = [c for c in space.real_columns if bool(active[c])]
     if not cols:
@@ -242,62 +232,178 @@ def local_refinement_candidate(
     k = num_neighbors if num_neighbors is not None else max(6, 3 * len(cols) + 2)
     on_path = same_path_as(space, X, x_best).nonzero().squeeze(-1)
     bounds = space.bounds.to(X)[:, cols]
-    width = bounds[1] - bounds[0]
-    Z = (X[on_path][:, cols] - x_best[cols]) / width  # on-path offsets, normalized
-    # Repeated points count once, so that re-evaluations of the incumbent
-    # cannot collapse the box onto it.
+    Z = (X[on_path][:, cols] - x_best[cols]) / (bounds[1] - bounds[0])
     distinct = distinct_rows(Z)
     if distinct.numel() < len(cols) + 2:
         return None
     dist = Z[distinct].abs().amax(-1)
-    near = distinct[dist.argsort()[:k]]
-    # Box: the spread of the k nearest, capped at the radius.
-    half = Z[near].abs().amax(0).clamp_max(radius)
-    if not bool((half > 0).any()):
-        return None
-    # Columns without spread get the smallest spread of the others.
-    half = torch.where(half > 0, half, half[half > 0].min()) * width
-    lo = torch.maximum(x_best[cols] - half, bounds[0])
-    hi = torch.minimum(x_best[cols] + half, bounds[1])
-    span = (hi - lo).clamp_min(torch.finfo(X.dtype).tiny)
-    # Model the k nearest and every other same-path observation in the box, so
-    # that no evaluated point in it is unknown to the local model.
-    Xp = X[on_path][:, cols]
-    inside = ((Xp >= lo) & (Xp <= hi)).all(-1)
-    inside[near] = True
-    rows = on_path[inside]
-    train_X = (X[rows][:, cols] - lo) / span
-    train_Y = y[rows]
+    return Neighbourhood(x_best, cols, on_path, distinct[dist.argsort()[:k]], Z)
+
+
+@dataclass(frozen=True)
+class LocalBox:
+    r"""The box of a local step: the incumbent's real columns $A$ within
+    $[x^*_c - h_c, x^*_c + h_c] \cap [l_c, u_c]$ (module docstring), and the
+    observations a local model reads.
+
+    Attributes:
+        space: The search space.
+        incumbent: ``d`` the best observation (its other columns are kept).
+        columns: The box's columns $A$.
+        lower: ``|A|`` lower corner.
+        upper: ``|A|`` upper corner.
+        rows: Indices of the observations in the box on the incumbent's path
+            (the $k$ nearest always among them).
+    """
+
+    space: TreeSpace
+    incumbent: Tensor
+    columns: list[int]
+    lower: Tensor
+    upper: Tensor
+    rows: Tensor
+
+    @classmethod
+    def around(
+        cls, space: TreeSpace, X: Tensor, near: Neighbourhood, radius: float = 0.05
+    ) -> LocalBox | None:
+        """The box spanned by ``near``'s nearest observations, each half-width
+        capped at ``radius`` of its column's range (a column without spread takes
+        the smallest spread of the others); ``None`` where nothing spreads."""
+        if not radius > 0:
+            raise ValueError(f"radius must be > 0, got {radius}.")
+        x_best, cols = near.incumbent, near.columns
+        bounds = space.bounds.to(X)[:, cols]
+        width = bounds[1] - bounds[0]
+        half = near.offsets[near.nearest].abs().amax(0).clamp_max(radius)
+        if not bool((half > 0).any()):
+            return None
+        half = torch.where(half > 0, half, half[half > 0].min()) * width
+        lo = torch.maximum(x_best[cols] - half, bounds[0])
+        hi = torch.minimum(x_best[cols] + half, bounds[1])
+        # Every same-path observation in the box is modelled, so that no
+        # evaluated point in it is unknown to the local model.
+        Xp = X[near.on_path][:, cols]
+        inside = ((Xp >= lo) & (Xp <= hi)).all(-1)
+        inside[near.nearest] = True
+        return cls(space, x_best, cols, lo, hi, near.on_path[inside])
+
+    @property
+    def span(self) -> Tensor:
+        """``|A|`` widths (at least the dtype's smallest positive number)."""
+        return (self.upper - self.lower).clamp_min(torch.finfo(self.lower.dtype).tiny)
+
+    def to_unit(self, X: Tensor) -> Tensor:
+        """``... x d`` encodings -> ``... x |A|`` coordinates in the unit box."""
+        return (X[..., self.columns] - self.lower) / self.span
+
+    def to_full(self, U: Tensor) -> Tensor:
+        """``... x |A|`` unit coordinates -> ``... x d`` encodings (the incumbent's
+        values in the other columns)."""
+        full = self.incumbent.expand(*U.shape[:-1], -1).clone()
+        full[..., self.columns] = self.lower + U * self.span
+        return full
+
+    def contains(self, X: Tensor) -> Tensor:
+        """``n`` booleans: which rows of ``X`` (``n x d``) lie in the box on the
+        incumbent's path."""
+        Z = X[..., self.columns]
+        inside = ((Z >= self.lower) & (Z <= self.upper)).all(-1)
+        return inside & same_path_as(self.space, X, self.incumbent)
+
+
+def fit_local_model(
+    box: LocalBox,
+    X: Tensor,
+    y: Tensor,
+    noise_floor: float = 1e-8,
+    prior_mean: Callable[[Tensor], Tensor] | None = None,
+    prior_resolution: float = 0.0,
+    X_pending: Tensor | None = None,
+) -> Model | None:
+    r"""A GP of the box's observations, in the box's unit coordinates.
+
+    Args:
+        box: The step's box.
+        X: ``n x d`` encoded observations (``box.rows`` index them).
+        y: ``n x 1`` targets.
+        noise_floor: Lower bound on the local model's noise variance
+            (standardized over the box's values). It sets the step's resolution:
+            about ``sqrt(noise_floor)`` of their spread, so 1e-8 resolves 1e-4.
+        prior_mean: Optional map from ``m x d`` encodings to ``m`` predictions on
+            ``y``'s scale (differentiable; the global model's posterior mean). The
+            local model then fits ``y - prior_mean(X)`` and is an
+            [`OffsetModel`][treebo.add_tree.local_refinement.OffsetModel] of the
+            residual GP.
+        prior_resolution: Use ``prior_mean`` only while the box's values spread
+            more than this (say, the global model's noise standard deviation,
+            below which its mean carries no information).
+        X_pending: ``p x d`` configurations being evaluated: those in the box are
+            believed at the local model's own posterior mean (its variance there
+            drops to the noise floor, so a step goes elsewhere).
+
+    Returns:
+        The model in eval mode, or ``None`` where the values have no spread or
+        the fit fails.
+    """
+    train_X, train_Y = box.to_unit(X[box.rows]), y[box.rows]
     offset = None
-    spread = float(train_Y.max() - train_Y.min())
-    if prior_mean is not None and spread > prior_resolution:
+    if prior_mean is not None and float(train_Y.max() - train_Y.min()) > (
+        prior_resolution
+    ):
 
         def offset(U: Tensor) -> Tensor:
-            full = x_best.expand(*U.shape[:-1], -1).clone()
-            full[..., cols] = lo + U * span
-            return prior_mean(full)
+            return prior_mean(box.to_full(U))
 
         with torch.no_grad():
-            residual = train_Y - offset(train_X).unsqueeze(-1)
-        model = _fit_local_model(train_X, residual, noise_floor)
-    else:
-        model = _fit_local_model(train_X, train_Y, noise_floor)
+            train_Y = train_Y - offset(train_X).unsqueeze(-1)
+    model = _fit_gp(train_X, train_Y, noise_floor)
     if model is None:
         return None
     if X_pending is not None and X_pending.shape[0]:
-        Xq = X_pending.to(X)
-        Xq = Xq[same_path_as(space, Xq, x_best)][:, cols]
-        Xq = Xq[((Xq >= lo) & (Xq <= hi)).all(-1)]
-        if Xq.shape[0]:
-            model = _believe(model, (Xq - lo) / span)
+        pending = X_pending.to(X)
+        pending = pending[box.contains(pending)]
+        if pending.shape[0]:
+            model = _believe(model, box.to_unit(pending))
     if offset is not None:
-        model = OffsetModel(model, lambda U: offset(U.squeeze(-2)).unsqueeze(-1))
-        beta = torch.tensor(beta, dtype=torch.float64)
+        return OffsetModel(model, lambda U: offset(U.squeeze(-2)).unsqueeze(-1))
+    return model
+
+
+def local_acquisition(
+    model: Model, acquisition: str, beta: float, best_f: Tensor
+) -> AcquisitionFunction:
+    r"""The step's acquisition function: ``"ucb"`` ($\mu + \sqrt{\beta}\sigma$ of
+    the local model) or ``"log_ei"`` (``LogExpectedImprovement`` over ``best_f``,
+    the box's best value)."""
+    validate_local_acquisition(acquisition, beta)
     if acquisition == "ucb":
-        acqf = UpperConfidenceBound(model, beta=beta)
-    else:
-        acqf = LogExpectedImprovement(model, best_f=train_Y.max())
-    unit = torch.stack([torch.zeros(len(cols)), torch.ones(len(cols))]).to(X)
+        if isinstance(model, OffsetModel):
+            beta = torch.tensor(beta, dtype=torch.float64)
+        return UpperConfidenceBound(model, beta=beta)
+    return LogExpectedImprovement(model, best_f=best_f)
+
+
+def optimize_in_box(
+    box: LocalBox,
+    acquisition_function: AcquisitionFunction,
+    num_restarts: int = 4,
+    raw_samples: int = 128,
+    seed: int | None = None,
+) -> Tensor | None:
+    """The maximizer of ``acquisition_function`` (of unit-box coordinates) in the
+    box, as a ``1 x d`` encoding on the incumbent's path; ``None`` where the
+    optimization fails numerically or ends off the finite numbers.
+
+    Args:
+        box: The step's box.
+        acquisition_function: Scores ``b x 1 x |A|`` unit-box points.
+        num_restarts: L-BFGS-B starts.
+        raw_samples: Random points scored to choose the starts.
+        seed: Seed of the start selection (the global random state is kept).
+    """
+    n = len(box.columns)
+    unit = torch.stack([torch.zeros(n), torch.ones(n)]).to(box.lower)
     fork = torch.random.fork_rng() if seed is not None else nullcontext()
     try:
         with fork, warnings.catch_warnings():
@@ -305,7 +411,7 @@ def local_refinement_candidate(
             if seed is not None:
                 torch.manual_seed(seed)
             u, _ = optimize_acqf(
-                acqf,
+                acquisition_function,
                 bounds=unit,
                 q=1,
                 num_restarts=num_restarts,
@@ -313,16 +419,13 @@ def local_refinement_candidate(
             )
     except RuntimeError:  # a numerical failure: let the global proposal stand
         return None
-    candidate = x_best.clone().unsqueeze(0)
-    candidate[0, cols] = lo + u[0].detach() * span
+    candidate = box.to_full(u.detach())
     if not bool(torch.isfinite(candidate).all()):
         return None
-    return space.canonicalize(candidate)
+    return box.space.canonicalize(candidate)
 
 
-def _fit_local_model(
-    train_X: Tensor, train_Y: Tensor, noise_floor: float
-) -> SingleTaskGP | None:
+def _fit_gp(train_X: Tensor, train_Y: Tensor, noise_floor: float) -> Model | None:
     """A ``SingleTaskGP`` fitted to ``train_Y`` (standardized), in eval mode;
     ``None`` when ``train_Y`` has no spread or the fit fails."""
     if float(train_Y.max() - train_Y.min()) == 0.0:

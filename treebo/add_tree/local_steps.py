@@ -1,9 +1,9 @@
 """Local refinement of the incumbent as a part of a strategy.
 
 [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps] decides when a local step
-replaces the global proposal and computes it with
-[`local_refinement_candidate()`][treebo.add_tree.local_refinement.local_refinement_candidate],
-whose module explains the local model. Steps cycle through
+replaces the global proposal and computes it from the parts of
+[`local_refinement`][treebo.add_tree.local_refinement] (neighbourhood, box, local
+model, acquisition), whose module explains the local model. Steps cycle through
 [`LocalSteps.acquisitions`][treebo.add_tree.local_steps.LocalSteps.acquisitions]; with
 ``options.mean == "auto"`` the local model fits the residuals of the global model's
 posterior mean while the neighbourhood's values spread more than the global model's
@@ -17,15 +17,19 @@ after some failed local steps in a row), so that proposals may move elsewhere.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import ClassVar, NamedTuple
 
 import torch
 from torch import Tensor
 
 from treebo.add_tree.local_refinement import (
+    LocalBox,
+    fit_local_model,
     linf_distance,
-    local_refinement_candidate,
+    local_acquisition,
+    neighbourhood,
+    optimize_in_box,
     validate_local_acquisition,
 )
 from treebo.add_tree.model import AddTreeGP
@@ -108,6 +112,10 @@ class LocalSteps:
             ($\mu + \sqrt{\beta}\sigma$, a step to the local model's optimum) and
             ``"log_ei"`` (which explores the box).
         beta: The local UCB weight $\beta$.
+        num_neighbors: The observations that span the box (``None``:
+            ``max(6, 3 |A| + 2)`` for ``|A|`` real columns on the path).
+        num_restarts: L-BFGS-B starts of the local acquisition.
+        raw_samples: Random points scored to choose the starts.
 
     Example:
         >>> from treebo import TreeOptimizer
@@ -128,8 +136,13 @@ class LocalSteps:
     noise_floor: ClassVar[float] = 1e-8
     acquisitions: ClassVar[tuple[str, ...]] = ("ucb", "log_ei")
     beta: ClassVar[float] = 0.1
+    num_neighbors: ClassVar[int | None] = None
+    num_restarts: ClassVar[int] = 4
+    raw_samples: ClassVar[int] = 128
 
     def __init__(self, options: LocalStepOptions) -> None:
+        if not self.radius > 0:
+            raise ValueError(f"radius must be > 0, got {self.radius!r}.")
         for name in self.acquisitions:
             validate_local_acquisition(name, self.beta, ("acquisitions", "beta"))
         self.options = options
@@ -166,7 +179,7 @@ class LocalSteps:
                 model's prior mean); needed when ``options.mean == "auto"``.
             X_pending: ``p x d`` configurations being evaluated: the local
                 model believes them at its own prediction
-                ([`local_refinement_candidate()`][treebo.add_tree.local_refinement.local_refinement_candidate]).
+                ([`fit_local_model()`][treebo.add_tree.local_refinement.fit_local_model]).
         """
         options = self.options
         prior_mean, resolution = None, 0.0
@@ -182,14 +195,11 @@ class LocalSteps:
             if scale is not None:
                 resolution = resolution * scale[0].max()
             resolution = float(resolution)
-        candidate = local_refinement_candidate(
+        candidate = self.step(
             observations.space,
             X,
             y,
-            radius=self.radius,
-            noise_floor=self.noise_floor,
-            acquisition=self.next_acquisition(observations.kinds),
-            beta=self.beta,
+            self.next_acquisition(observations.kinds),
             seed=observations.seed,
             prior_mean=prior_mean,
             prior_resolution=resolution,
@@ -203,3 +213,54 @@ class LocalSteps:
         ):
             return None
         return candidate
+
+    def step(
+        self,
+        space: TreeSpace,
+        X: Tensor,
+        y: Tensor,
+        acquisition: str = "ucb",
+        seed: int | None = None,
+        prior_mean: Callable[[Tensor], Tensor] | None = None,
+        prior_resolution: float = 0.0,
+        X_pending: Tensor | None = None,
+    ) -> Tensor | None:
+        r"""A candidate near the best observation from a model of its neighbourhood,
+        with this object's settings: the
+        [`neighbourhood()`][treebo.add_tree.local_refinement.neighbourhood], its
+        [`LocalBox`][treebo.add_tree.local_refinement.LocalBox], the
+        [`fit_local_model()`][treebo.add_tree.local_refinement.fit_local_model] and
+        the maximizer of its
+        [`local_acquisition()`][treebo.add_tree.local_refinement.local_acquisition].
+
+        Args:
+            space: The search space.
+            X: ``n x d`` encoded observations.
+            y: ``n x 1`` targets (larger is better).
+            acquisition: ``"ucb"`` or ``"log_ei"``.
+            seed: Seed of the acquisition's start selection.
+            prior_mean: The global model's posterior mean, or ``None``
+                ([`fit_local_model()`][treebo.add_tree.local_refinement.fit_local_model]).
+            prior_resolution: The spread below which ``prior_mean`` is not used.
+            X_pending: ``p x d`` configurations being evaluated.
+
+        Returns:
+            A ``1 x d`` candidate on the incumbent's path within ``radius`` of it, or
+            ``None`` when the path has no active real column, fewer than ``|A| + 2``
+            distinct observations, no spread around the incumbent, or the local
+            model cannot be fitted.
+        """
+        validate_local_acquisition(acquisition, self.beta)
+        near = neighbourhood(space, X, y, self.num_neighbors)
+        box = None if near is None else LocalBox.around(space, X, near, self.radius)
+        if box is None:
+            return None
+        model = fit_local_model(
+            box, X, y, self.noise_floor, prior_mean, prior_resolution, X_pending
+        )
+        if model is None:
+            return None
+        acqf = local_acquisition(model, acquisition, self.beta, y[box.rows].max())
+        return optimize_in_box(
+            box, acqf, self.num_restarts, self.raw_samples, seed=seed
+        )
