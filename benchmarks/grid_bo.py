@@ -1,9 +1,10 @@
-"""P8: Bayesian optimization over a grid (paper 004, BKTF), with its own runner.
+"""P8: Bayesian optimization over a grid (paper 004, BKTF): the runner of the ``grid``
+suite.
 
-Every problem is a space of parameters without choices and a resolution; its grid is
-``treebo.bktf.Grid.from_space(space, resolution)`` and its optimum the best value on
-that grid. Every method starts from the same ``n_initial`` grid points for a seed
-(treebo's initial design, moved onto the grid) and has the same total budget.
+The problems (:mod:`benchmarks.problems.grid`) are spaces of parameters without
+choices with a resolution; each one's optimum is the best value on its grid. Every
+method starts from the same ``n_initial`` grid points for a seed (treebo's initial
+design, moved onto the grid) and has the problem's total budget.
 
 ========================  ===================================================
 ``bktf``                  ``minimize(..., strategy="bktf")`` at the problem's
@@ -27,188 +28,26 @@ run by run; their AUC is the mean of the profile over ratios 1, 2, ...,
 
 Command (records: ``benchmarks/records/grid.jsonl``)::
 
-    python -m benchmarks.grid_bo --seeds 0-9 --methods bktf,gp_ei,gp_ucb,treebo,random
+    python -m benchmarks.run grid --seeds 0-9 --methods bktf,gp_ei,gp_ucb,treebo,random
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
-from botorch.test_functions.synthetic import Branin, Griewank, Hartmann
 
-from treebo import Categorical, Real, TreeOptimizer, TreeSpace, Vertex
-from treebo.bktf import BKTFOptions, BKTFStrategy, Grid, SampleEI
+from treebo import TreeOptimizer
+from treebo.bktf import BKTFOptions, BKTFStrategy, SampleEI
 from treebo.loop import initial_design
 
 from .grid_peers import gp_grid_proposal
 from .harness import stamp
+from .problems.grid import GridProblem, grid_problem
 
-RECORDS = Path(__file__).parent / "records" / "grid.jsonl"
-
-
-@dataclass
-class GridProblem:
-    """A function on a grid of a space without choices.
-
-    Attributes:
-        space: The space (parameters ``x0, x1, ...`` unless named).
-        resolution: Grid values per real parameter.
-        n_initial: Size of the shared initial design.
-        budget: Total evaluations, the initial design included.
-        function: ``m x D`` encodings to ``m`` values to minimize.
-    """
-
-    space: TreeSpace
-    resolution: int
-    n_initial: int
-    budget: int
-    function: Callable[[torch.Tensor], torch.Tensor]
-
-    @property
-    def grid(self) -> Grid:
-        return Grid.from_space(self.space, self.resolution)
-
-    def objective(self, params: dict) -> float:
-        x = self.space.to_tensor([params])
-        return float(self.function(x)[0])
-
-    def grid_values(self) -> torch.Tensor:
-        """The function at every grid point (flat order)."""
-        grid = self.grid
-        out = []
-        for start in range(0, grid.numel, 2**16):
-            flat = torch.arange(start, min(start + 2**16, grid.numel))
-            out.append(self.function(grid.points(grid.unflatten(flat))))
-        return torch.cat(out)
-
-
-def _reals(bounds: list[tuple[float, float]]) -> TreeSpace:
-    return TreeSpace(
-        Vertex([Real(f"x{i}", lo, hi) for i, (lo, hi) in enumerate(bounds)])
-    )
-
-
-def damavandi(X: torch.Tensor) -> torch.Tensor:
-    """Damavandi on ``[0, 14]^2``: 0 at (2, 2); ``torch.sinc`` is the
-    ``sin(pi t) / (pi t)`` of the definition, exact at ``t = 0``."""
-    x1, x2 = X[..., 0], X[..., 1]
-    peak = (torch.sinc(x1 - 2) * torch.sinc(x2 - 2)).abs() ** 5
-    return (1 - peak) * (2 + (x1 - 7) ** 2 + 2 * (x2 - 7) ** 2)
-
-
-def schaffer(X: torch.Tensor) -> torch.Tensor:
-    """Schaffer N.2 on ``[-10, 10]^2``: 0 at the origin."""
-    x1, x2 = X[..., 0], X[..., 1]
-    num = torch.sin(x1**2 - x2**2) ** 2 - 0.5
-    return 0.5 + num / (1 + 0.001 * (x1**2 + x2**2)) ** 2
-
-
-def _botorch(function) -> Callable[[torch.Tensor], torch.Tensor]:
-    return lambda X: function.evaluate_true(X.to(torch.float64))
-
-
-def svc_space() -> TreeSpace:
-    return TreeSpace(
-        Vertex(
-            [
-                Categorical("kernel", ["rbf", "poly", "sigmoid"]),
-                Categorical("scaler", ["standard", "minmax"]),
-                Real("C", 1e-2, 1e3, log_scale=True),
-                Real("gamma", 1e-4, 1e1, log_scale=True),
-            ]
-        )
-    )
-
-
-class SVCTable:
-    """3-fold cross-validated error of an SVC on breast_cancer at every point of
-    its grid, computed once per process (a tabular objective with a known
-    optimum)."""
-
-    _table: dict[tuple, float] | None = None
-
-    def __init__(self, space: TreeSpace, resolution: int) -> None:
-        self.space, self.resolution = space, resolution
-
-    def table(self) -> dict[tuple, float]:
-        if SVCTable._table is None:
-            from sklearn.datasets import load_breast_cancer
-            from sklearn.model_selection import StratifiedKFold, cross_val_score
-            from sklearn.pipeline import make_pipeline
-            from sklearn.preprocessing import MinMaxScaler, StandardScaler
-            from sklearn.svm import SVC
-
-            X, y = load_breast_cancer(return_X_y=True)
-            folds = StratifiedKFold(3, shuffle=True, random_state=0)
-            grid = Grid.from_space(self.space, self.resolution)
-            points = grid.points(grid.unflatten(torch.arange(grid.numel)))
-            table = {}
-            for row, params in zip(points, self.space.to_dicts(points), strict=True):
-                scaler = (
-                    StandardScaler()
-                    if params["scaler"] == "standard"
-                    else MinMaxScaler()
-                )
-                svc = SVC(
-                    kernel=params["kernel"],
-                    C=params["C"],
-                    gamma=params["gamma"],
-                    max_iter=20000,
-                )
-                score = cross_val_score(make_pipeline(scaler, svc), X, y, cv=folds)
-                table[_key(row)] = 1.0 - float(score.mean())
-            SVCTable._table = table
-        return SVCTable._table
-
-    def __call__(self, X: torch.Tensor) -> torch.Tensor:
-        table = self.table()
-        grid = Grid.from_space(self.space, self.resolution)
-        snapped = grid.snap(X.reshape(-1, X.shape[-1]))
-        return torch.tensor([table[_key(row)] for row in snapped], dtype=torch.float64)
-
-
-def _key(row: torch.Tensor) -> tuple:
-    return tuple(round(float(v), 9) for v in row)
-
-
-def make_problem(name: str) -> GridProblem:
-    """The P8 problem ``name`` (see ``PROBLEMS``)."""
-    if name == "branin":
-        return GridProblem(_reals([(-5, 10), (0, 15)]), 16, 2, 30, _botorch(Branin()))
-    if name == "damavandi":
-        return GridProblem(_reals([(0, 14)] * 2), 29, 2, 30, damavandi)
-    if name == "schaffer":
-        return GridProblem(_reals([(-10, 10)] * 2), 21, 2, 30, schaffer)
-    if name in ("griewank3", "griewank4"):
-        dim = int(name[-1])
-        function = Griewank(dim=dim, bounds=[(-10.0, 10.0)] * dim)
-        return GridProblem(
-            _reals([(-10, 10)] * dim), 21, dim, 10 * dim, _botorch(function)
-        )
-    if name == "hartmann6":
-        return GridProblem(_reals([(0, 1)] * 6), 11, 6, 40, _botorch(Hartmann(dim=6)))
-    if name == "svc_cancer":
-        space = svc_space()
-        return GridProblem(space, 11, 4, 30, SVCTable(space, 11))
-    raise ValueError(f"problem must be one of {PROBLEMS}, got {name!r}.")
-
-
-PROBLEMS = (
-    "branin",
-    "damavandi",
-    "schaffer",
-    "griewank3",
-    "griewank4",
-    "hartmann6",
-    "svc_cancer",
-)
 METHODS = ("bktf", "gp_ei", "gp_ucb", "treebo", "random")
 
 #: BKTF's settings by method name: the default, and variants for ablations.
@@ -234,9 +73,19 @@ def shared_design(problem: GridProblem, seed: int) -> list[dict]:
     return space.to_dicts(grid.points(grid.unflatten(torch.tensor(unique))))
 
 
-def run_one(name: str, method: str, seed: int) -> dict:
-    """The record of one run."""
-    problem = make_problem(name)
+def run(
+    problem_name: str,
+    method: str,
+    seed: int,
+    budget: int | None = None,
+    checkpoint: Path | None = None,
+) -> dict:
+    """The record of one run (``budget``: the problem's own where ``None``;
+    ``checkpoint`` is unused: every run is short)."""
+    del checkpoint
+    problem = grid_problem(problem_name)
+    if budget is not None:
+        problem = replace(problem, budget=budget)
     design = shared_design(problem, seed)
     t0 = time.time()
     if method in ("treebo", *BKTF_VARIANTS):
@@ -262,12 +111,12 @@ def run_one(name: str, method: str, seed: int) -> dict:
     else:
         values, seconds = run_grid_peer(problem, method, design, seed)
     record = {
-        "problem": name,
+        "problem": problem_name,
         "method": method,
         "seed": seed,
         "budget": problem.budget,
         "n_initial": problem.n_initial,
-        "optimal_value": float(problem.grid_values().min()),
+        "optimal_value": problem.optimal_value,
         "values": values,
         "proposal_seconds": seconds,
     }
@@ -330,37 +179,3 @@ def performance_profiles(
         r = np.array([t[m] / min(t[k] for k in methods) for t in runs])
         profiles[m] = np.array([(r <= tau).mean() if len(r) else 0.0 for tau in ratios])
     return ratios, profiles
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", default=",".join(PROBLEMS))
-    parser.add_argument("--methods", default=",".join(METHODS))
-    parser.add_argument("--seeds", default="0-9")
-    parser.add_argument("--out", type=Path, default=RECORDS)
-    args = parser.parse_args(argv)
-    lo, _, hi = args.seeds.partition("-")
-    seeds = range(int(lo), int(hi or lo) + 1)
-    done = set()
-    if args.out.exists():
-        for line in args.out.read_text().splitlines():
-            r = json.loads(line)
-            done.add((r["problem"], r["method"], r["seed"]))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    for seed in seeds:
-        for name in args.problems.split(","):
-            for method in args.methods.split(","):
-                if (name, method, seed) in done:
-                    continue
-                record = run_one(name, method, seed)
-                with open(args.out, "a") as fh:
-                    fh.write(json.dumps(record) + "\n")
-                print(
-                    f"{name} {method} seed={seed} evals-to-opt="
-                    f"{evaluations_to_optimum(record)} {record['wall_seconds']:.0f}s",
-                    flush=True,
-                )
-
-
-if __name__ == "__main__":
-    main()

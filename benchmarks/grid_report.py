@@ -1,5 +1,5 @@
 """The P8 section of ``RESULTS.md``: performance profiles over grids (records of
-:mod:`benchmarks.grid_bo`).
+:mod:`benchmarks.grid_bo`, problems in :mod:`benchmarks.problems.grid`).
 
 Two targets, each counted in evaluations (the initial design included; a run that
 misses it counts its budget + 100): the grid's optimum itself (paper 004's measure),
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .grid_bo import BKTF_VARIANTS, METHODS, make_problem, performance_profiles
+from .grid_bo import BKTF_VARIANTS, METHODS, performance_profiles
 from .harness import load_records
+from .problems.grid import GRID_PROBLEMS, grid_problem
 from .stats import fmt, paired_wilcoxon, quartiles, sign_test
 
 #: The second target: regret within this fraction of the grid's range.
@@ -26,7 +27,7 @@ RANGE_FRACTION = 0.01
 @cache
 def grid_range(problem: str) -> tuple[float, float]:
     """(min, max) of the problem's function over its grid."""
-    values = make_problem(problem).grid_values()
+    values = grid_problem(problem).grid_values()
     return float(values.min()), float(values.max())
 
 
@@ -82,7 +83,7 @@ def regret_table(records: list[dict], methods: list[str]) -> list[str]:
     ]
     for name in problems:
         rs = [r for r in records if r["problem"] == name]
-        grid = make_problem(name).grid
+        grid = grid_problem(name).grid
         cells = []
         for m in methods:
             q = quartiles(np.array([final_regret(r) for r in rs if r["method"] == m]))
@@ -217,7 +218,7 @@ def grid_section(path: Path, plots_dir: Path | None) -> list[str]:
     lines = [
         "## Optimization over grids: BKTF (P8)",
         "",
-        "`python -m benchmarks.grid_bo --seeds 0-9` (records: "
+        "`python -m benchmarks.run grid` (records: "
         "`benchmarks/records/grid.jsonl`); "
         f"seeds {seeds[0]}-{seeds[-1]} ({len(seeds)} per problem), "
         f"{dates[0]} to {dates[-1]}, {records[0]['machine']} per run, torch "
@@ -259,6 +260,6 @@ def grid_section(path: Path, plots_dir: Path | None) -> list[str]:
 
 
 def _order(problem: str) -> int:
-    from .grid_bo import PROBLEMS
-
-    return PROBLEMS.index(problem) if problem in PROBLEMS else len(PROBLEMS)
+    if problem in GRID_PROBLEMS:
+        return GRID_PROBLEMS.index(problem)
+    return len(GRID_PROBLEMS)

@@ -132,12 +132,13 @@ def run_missing(
     problems: list[str],
     methods: list[str],
     seeds: list[int],
-    budget: int,
-    run_one: Callable[[str, str, int, int], dict] = run,
+    budget: int | None,
+    run_one: Callable[[str, str, int, int | None], dict] = run,
     lockstep: bool = False,
 ) -> list[dict]:
-    """Run every ``(seed, problem, method)`` not yet in ``out`` at ``budget``,
-    appending each record as it finishes; returns the new records.
+    """Run every ``(seed, problem, method)`` not yet in ``out`` at ``budget``
+    (``None``: each problem's own), appending each record as it finishes;
+    returns the new records.
 
     With ``lockstep``, the runs go at once through
     [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep] (the same values as
@@ -157,12 +158,11 @@ def run_missing(
         with open(out, "a") as fh:
             fh.write(json.dumps(record) + "\n")
         new.append(record)
-        best = min(record["values"]) - (record["optimal_value"] or 0.0)
-        print(
-            f"{problem} {method} seed={seed} best-f*={best:.3e} "
-            f"{record['wall_seconds']:.0f}s",
-            flush=True,
-        )
+        line = f"{problem} {method} seed={seed}"
+        if "optimal_value" in record:
+            best = min(record["values"]) - (record["optimal_value"] or 0.0)
+            line += f" best-f*={best:.3e}"
+        print(f"{line} {record['wall_seconds']:.0f}s", flush=True)
 
     if not lockstep:
         for job in missing:
@@ -178,17 +178,23 @@ def run_missing(
 
 
 def missing_runs(
-    out: Path, problems: list[str], methods: list[str], seeds: list[int], budget: int
+    out: Path,
+    problems: list[str],
+    methods: list[str],
+    seeds: list[int],
+    budget: int | None,
 ) -> list[tuple[str, str, int]]:
-    """The ``(problem, method, seed)`` runs at ``budget`` that ``out`` lacks, seed by
-    seed."""
+    """The ``(problem, method, seed)`` runs at ``budget`` (``None``: at any) that
+    ``out`` lacks, seed by seed."""
     done = {
-        (r["problem"], r["method"], r["seed"], r["budget"]) for r in load_records([out])
+        (r["problem"], r["method"], r["seed"])
+        for r in load_records([out])
+        if budget is None or r["budget"] == budget
     }
     return [
         (problem, method, seed)
         for seed in seeds
         for problem in problems
         for method in methods
-        if (problem, method, seed, budget) not in done
+        if (problem, method, seed) not in done
     ]

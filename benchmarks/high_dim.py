@@ -15,19 +15,17 @@ Methods (all start from the same 10 uniform random points per seed):
 Each run appends one JSON line (``values``: noise-free f at every evaluated
 point; ``proposal_seconds``; for tree-additive methods ``f1``: the F1 score of
 the learned edges against the true graph after every structure update, where
-the problem has one). Finished runs are skipped when run again; a vanilla run
-(hours at d = 250) saves its state after every proposal under
-``<out>.partial/`` and an interrupted run resumes from it exactly.
+the problem has one). Finished runs are skipped when run again; with
+``--checkpoint DIR`` a vanilla run (hours at d = 250) saves its state after every
+proposal under ``DIR`` and an interrupted run resumes from it exactly.
 
-    python -m benchmarks.high_dim --problems star10,star25 \\
+    python -m benchmarks.run high_dim --problems star10,star25 \\
         --methods tree_additive,random_tree,vanilla,random --seeds 0-9 \\
-        --budget 300
+        --budget 300 --checkpoint /tmp/high_dim
 """
 
 from __future__ import annotations
 
-import argparse
-import functools
 import time
 from pathlib import Path
 
@@ -42,9 +40,8 @@ from treebo import TreeOptimizer
 from treebo.loop.box import box_space
 from treebo.tree_additive import TreeAdditiveOptions
 
-from .harness import run_missing, stamp
+from .harness import stamp
 from .problems.high_dim import HIGH_DIM_PROBLEMS, HighDimProblem
-from .stats import parse_seeds
 
 N_INITIAL = 10
 
@@ -181,9 +178,10 @@ def run(
     method: str,
     seed: int,
     budget: int,
-    partial_dir: Path | None = None,
+    checkpoint: Path | None = None,
 ) -> dict:
-    """One run's record; a vanilla run saves its state under ``partial_dir``."""
+    """One run's record; a vanilla run saves its state under the folder
+    ``checkpoint``."""
     t_start = time.time()
     problem, design, g = seeded_problem(problem_name, seed)
     d, bounds = problem.dim, problem.bounds
@@ -198,8 +196,8 @@ def run(
         )
     elif method == "vanilla":
         partial = None
-        if partial_dir is not None:
-            partial = partial_dir / f"{problem_name}_{method}_{seed}_{budget}.pt"
+        if checkpoint is not None:
+            partial = checkpoint / f"{problem_name}_{method}_{seed}_{budget}.pt"
             if partial.exists():
                 state = torch.load(partial)
                 X, observed = state["X"], state["observed"]
@@ -236,27 +234,3 @@ def run(
         record["f1"] = f1
     record.update(stamp(time.time() - t_start))
     return record
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", default="star10,star25")
-    parser.add_argument("--methods", default="tree_additive,random_tree,vanilla,random")
-    parser.add_argument("--seeds", default="0-9")
-    parser.add_argument("--budget", type=int, default=300)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--out", default="benchmarks/records/high_dim.jsonl")
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    run_missing(
-        Path(args.out),
-        args.problems.split(","),
-        args.methods.split(","),
-        sorted(parse_seeds(args.seeds)),
-        args.budget,
-        functools.partial(run, partial_dir=Path(args.out + ".partial")),
-    )
-
-
-if __name__ == "__main__":
-    main()

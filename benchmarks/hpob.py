@@ -20,9 +20,9 @@ Published means over the same 26 tasks (HPO-B's result files), at 25 / 50 /
 100 trials: Random 0.0547 / 0.0410 / 0.0275; GP 0.0417 / 0.0306 / 0.0244; DGP
 0.0646 / 0.0339 / 0.0192; BOHAMIANN 0.0574 / 0.0329 / 0.0133.
 
-Usage::
+Usage (the ``hpob`` suite of :mod:`benchmarks.suites`)::
 
-    python -m benchmarks.hpob --methods treebo random flat_gp --seeds 0 1 2 3 4
+    python -m benchmarks.run hpob --methods treebo,random,flat_gp --seeds 0-4
 
 ``--lockstep`` runs every missing run at once with
 :func:`treebo.gp.lockstep.run_in_lockstep` (the fits of runs on the same space
@@ -32,8 +32,7 @@ from the batch's start to the run's end, and ``lockstep_runs`` the batch's size.
 
 from __future__ import annotations
 
-import argparse
-import json
+import functools
 import time
 import warnings
 from pathlib import Path
@@ -46,10 +45,9 @@ from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from treebo import TreeOptimizer
-from treebo.gp.lockstep import run_in_lockstep
 from treebo.optim.pool import optimize_acqf_pool
 
-from .harness import load_records, stamp
+from .harness import stamp
 from .methods.treebo import PRESETS
 from .problems.hpob import TEST_TASKS, HPOBTask
 
@@ -133,7 +131,29 @@ def run_method(task: HPOBTask, method: str, seed: int, budget: int) -> list[int]
     return METHODS[method](task, seed, budget)
 
 
-def run(task: HPOBTask, method: str, seed: int, budget: int) -> dict:
+@functools.cache
+def task_of(problem_name: str) -> HPOBTask:
+    """The task ``hpob_<space>_<dataset>``, loaded once per process."""
+    prefix, space_id, dataset_id = problem_name.split("_")
+    if prefix != "hpob" or (space_id, dataset_id) not in TEST_TASKS:
+        raise ValueError(f"not an HPO-B test task: {problem_name!r}.")
+    return HPOBTask(space_id, dataset_id)
+
+
+def run(
+    problem_name: str,
+    method: str,
+    seed: int,
+    budget: int,
+    checkpoint: Path | None = None,
+) -> dict:
+    """The record of one run of the task ``hpob_<space>_<dataset>``
+    (``checkpoint`` is unused)."""
+    del checkpoint
+    return run_task(task_of(problem_name), method, seed, budget)
+
+
+def run_task(task: HPOBTask, method: str, seed: int, budget: int) -> dict:
     """The record of one run: the pool rows chosen and their accuracies."""
     t0 = time.time()
     rows = run_method(task, method, seed, budget)
@@ -290,63 +310,3 @@ def paired_against(
             cells.append(f"{lower} / {higher} (p = {p:.2g})")
         lines.append(f"| {method} ({len(pairs)} pairs) | " + " | ".join(cells) + " |")
     return lines
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--methods", nargs="+", default=["treebo", "random"])
-    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
-    parser.add_argument("--budget", type=int, default=N_INITIAL + 100)
-    parser.add_argument("--tasks", nargs="+", default=None, help="space_dataset")
-    parser.add_argument("--out", type=Path, default=RECORDS)
-    parser.add_argument(
-        "--lockstep", action="store_true", help="run the missing runs at once"
-    )
-    args = parser.parse_args(argv)
-    tasks = [
-        (s, d) for s, d in TEST_TASKS if args.tasks is None or f"{s}_{d}" in args.tasks
-    ]
-    done = {(r["problem"], r["method"], r["seed"]) for r in load_records([args.out])}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    loaded: dict[tuple[str, str], HPOBTask] = {}
-    jobs = []
-    for seed in args.seeds:
-        for key in tasks:
-            for method in args.methods:
-                if (f"hpob_{key[0]}_{key[1]}", method, seed) in done:
-                    continue
-                task = loaded.get(key) or loaded.setdefault(key, HPOBTask(*key))
-                jobs.append((task, method, seed))
-
-    def job(task: HPOBTask, method: str, seed: int) -> None:
-        record = run(task, method, seed, args.budget)
-        if args.lockstep:
-            record["lockstep_runs"] = len(jobs)
-        with open(args.out, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
-        final = normalized_regret(record)[-1]
-        print(
-            f"{record['problem']} {method} seed={seed} final regret "
-            f"{final:.4f} {record['wall_seconds']:.0f}s",
-            flush=True,
-        )
-
-    if args.lockstep:
-        functions = [lambda j=j: job(*j) for j in jobs]
-        for (task, method, seed), outcome in zip(
-            jobs, run_in_lockstep(functions, return_exceptions=True), strict=True
-        ):
-            if isinstance(outcome, BaseException):
-                print(
-                    f"{task.space_id}_{task.dataset_id} {method} seed={seed} "
-                    f"failed: {outcome!r}",
-                    flush=True,
-                )
-    else:
-        for j in jobs:
-            job(*j)
-    print("\n".join(table(load_records([args.out]))))
-
-
-if __name__ == "__main__":
-    main()

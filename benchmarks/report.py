@@ -331,14 +331,14 @@ def report(
     """The text of ``RESULTS.md`` for the records in ``records_dir``."""
     parts = [HEADER.format(date=time.strftime("%Y-%m-%d"))]
     for name, suite in SUITES.items():
+        if suite.own_section:
+            continue
         records = load_records([records_dir / f"{name}.jsonl"])
         records = [r for r in records if r["seed"] in suite.seeds]
         if not records:
             continue
         runs = group_runs(records)
-        command = f"python -m {suite.runner}" + (
-            f" {name}" if suite.runner == "benchmarks.run" else ""
-        )
+        command = f"python -m benchmarks.run {name}"
         parts += [
             f"## {suite.title}",
             "",
@@ -531,8 +531,8 @@ def hpob_section(path: Path) -> list[str]:
         "their fits batched; the same rows as one by one), in two processes side "
         "by side on the 2-core machine, split by space.",
         "",
-        "`python -m benchmarks.hpob --methods treebo random --seeds 0 1 2 3 4` and "
-        "`python -m benchmarks.hpob --methods flat_gp --seeds 0 1` (records: "
+        "`python -m benchmarks.run hpob --methods treebo,random --seeds 0-4` and "
+        "`python -m benchmarks.run hpob --methods flat_gp --seeds 0-1` (records: "
         "`benchmarks/records/hpob.jsonl`; the seeds of each method in the "
         "table). " + provenance(records),
         "",

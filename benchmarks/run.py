@@ -1,28 +1,34 @@
 """Run a suite's missing records: ``python -m benchmarks.run SUITE``.
 
-Examples::
+Every suite of :mod:`benchmarks.suites` runs this way, through its runner's
+``run(problem, method, seed, budget, checkpoint)``. Examples::
 
     python -m benchmarks.run conditional                  # every missing run
     python -m benchmarks.run conditional --methods treebo --seeds 0-4
     python -m benchmarks.run validation --out /tmp/check.jsonl
     python -m benchmarks.run real_tasks --budget 100 --jobs > jobs.txt  # to shard
+    python -m benchmarks.run hpob --methods treebo --lockstep
+    python -m benchmarks.run grid --methods bktf_ei,bktf_rank4   # ablations
+    python -m benchmarks.run high_dim --problems star10 --checkpoint /tmp/hd
 
 Each finished run is appended to ``benchmarks/records/SUITE.jsonl`` (or
 ``--out``) at once; a run already there is skipped, so a suite can be stopped
-and resumed. BoTorch peers save their progress under ``--checkpoint``. With
-``--jobs`` the missing runs are listed instead, one command per run, for
-``python -m benchmarks.shard`` on a many-core machine; with ``--lockstep`` they
-run at once, their model fits batched (``treebo.gp.lockstep``).
+and resumed. Slow peers (BoTorch's, the high-dimensional vanilla GP) save their
+progress under ``--checkpoint``. With ``--jobs`` the missing runs are listed
+instead, one command per run, for ``python -m benchmarks.shard`` on a many-core
+machine; with ``--lockstep`` they run at once, their model fits batched
+(``treebo.gp.lockstep``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 import torch
 
-from .harness import missing_runs, run, run_missing
+from .harness import missing_runs, run_missing
 from .stats import parse_seeds
 from .suites import SUITES
 
@@ -31,12 +37,13 @@ RECORDS = Path(__file__).parent / "records"
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    own = sorted(k for k, v in SUITES.items() if v.runner == "benchmarks.run")
-    parser.add_argument("suite", choices=own)
+    parser.add_argument("suite", choices=sorted(SUITES))
     parser.add_argument("--problems", help="comma-separated (default: the suite's)")
     parser.add_argument("--methods", help="comma-separated (default: the suite's)")
     parser.add_argument("--seeds", help="e.g. 0-9 or 0-4,7 (default: the suite's)")
-    parser.add_argument("--budget", type=int, help="default: the suite's")
+    parser.add_argument(
+        "--budget", type=int, help="default: the suite's (or each problem's)"
+    )
     parser.add_argument("--out", type=Path, help="default: records/SUITE.jsonl")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--checkpoint", type=Path, help="folder for slow peers")
@@ -60,17 +67,18 @@ def main(argv: list[str] | None = None) -> None:
         for problem, method, seed in missing:
             print(
                 f"benchmarks.run {args.suite} --problems {problem} --methods {method} "
-                f"--seeds {seed} --budget {budget}"
+                f"--seeds {seed}" + ("" if budget is None else f" --budget {budget}")
             )
         return
     torch.set_num_threads(args.threads)
+    runner = importlib.import_module(suite.runner).run
     run_missing(
         out,
         problems,
         methods,
         seeds,
         budget,
-        lambda p, m, s, b: run(p, m, s, b, args.checkpoint),
+        lambda p, m, s, b: runner(p, m, s, b, args.checkpoint),
         lockstep=args.lockstep,
     )
 

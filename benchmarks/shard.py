@@ -3,7 +3,7 @@
 For a machine with many cores lent for a few minutes (a device machine): each
 line of ``JOBS`` is a runner module and its arguments, e.g.::
 
-    benchmarks.hpob --methods treebo --seeds 3 --tasks 5527_31
+    benchmarks.run hpob --methods treebo --seeds 3 --problems hpob_5527_31
 
 and runs as ``python -m LINE --out DIR/job_NNN.jsonl`` with every thread pool at
 one thread, in the order listed (put the longest first). At the deadline the

@@ -1,14 +1,17 @@
 """The suites: which problems, methods, seeds and budget each table measures.
 
 ``python -m benchmarks.run SUITE`` runs a suite's missing records into
-``benchmarks/records/SUITE.jsonl``; ``python -m benchmarks.report`` turns the
-records into ``RESULTS.md``.
+``benchmarks/records/SUITE.jsonl`` (every suite, whatever its runner);
+``python -m benchmarks.report`` turns the records into ``RESULTS.md``. Every
+suite's problems are :class:`~benchmarks.problems.protocol.Problem` s.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .problems.grid import GRID_PROBLEMS
+from .problems.hpob import TEST_TASKS
 from .problems.real_tasks import REAL_TASKS
 
 
@@ -22,11 +25,17 @@ class Suite:
         problems: Problem names (:mod:`benchmarks.problems`).
         methods: Method names (:mod:`benchmarks.methods`), treebo's first.
         seeds: The seeds of the table.
-        budget: Evaluations per run.
+        budget: Evaluations per run (``None``: each problem's own).
         checkpoints: The evaluation counts the table reports.
-        runner: The module that runs it (``python -m RUNNER``).
+        runner: The module whose ``run(problem, method, seed, budget,
+            checkpoint)`` makes a run's record (``benchmarks.harness``: any
+            problem of :mod:`benchmarks.problems` with any method of
+            :mod:`benchmarks.methods`).
         pairs: Further ``(method, peer)`` comparisons the table pairs seed by
             seed, beside the first method against each other one.
+        own_section: Reported by a section of its own in :mod:`benchmarks.report`
+            (HPO-B's normalized regret, the grids' profiles) instead of the
+            regret table.
     """
 
     title: str
@@ -34,10 +43,11 @@ class Suite:
     problems: tuple[str, ...]
     methods: tuple[str, ...]
     seeds: tuple[int, ...]
-    budget: int
+    budget: int | None
     checkpoints: tuple[int, ...]
-    runner: str = "benchmarks.run"
+    runner: str = "benchmarks.harness"
     pairs: tuple[tuple[str, str], ...] = ()
+    own_section: bool = False
 
 
 TEN = tuple(range(10))
@@ -161,5 +171,29 @@ SUITES: dict[str, Suite] = {
         300,
         (100, 300),
         runner="benchmarks.high_dim",
+    ),
+    "hpob": Suite(
+        "HPO-B, conditional search spaces (26 test tasks)",
+        "HPO-B's protocol on its SVM and XGBoost pools: 5 random initial rows, "
+        "then 100 trials; normalized regret (:mod:`benchmarks.hpob`).",
+        tuple(f"hpob_{space}_{dataset}" for space, dataset in TEST_TASKS),
+        ("treebo", "random", "flat_gp"),
+        tuple(range(5)),
+        105,
+        (25, 50, 100),
+        runner="benchmarks.hpob",
+        own_section=True,
+    ),
+    "grid": Suite(
+        "P8: Bayesian optimization over grids",
+        "BKTF against GP-EI, GP-UCB on the same grid, treebo and random search; "
+        "evaluations to the grid's optimum (:mod:`benchmarks.grid_bo`).",
+        GRID_PROBLEMS,
+        ("bktf", "gp_ei", "gp_ucb", "treebo", "random"),
+        TEN,
+        None,
+        (),
+        runner="benchmarks.grid_bo",
+        own_section=True,
     ),
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 
@@ -18,7 +19,7 @@ from benchmarks.perf.parallel_workers import (
     table,
     time_to_target_table,
 )
-from benchmarks.problems import PROBLEMS
+from benchmarks.problems import PROBLEMS, make_problem
 from benchmarks.stats import (
     group_runs,
     log10_regret_curve,
@@ -203,14 +204,40 @@ def test_regret_and_branches_are_read_from_the_noise_free_values():
 
 
 def test_suites_name_registered_problems_and_methods():
+    from benchmarks.grid_bo import BKTF_VARIANTS
+    from benchmarks.hpob import METHODS as POOL_METHODS
+    from benchmarks.problems.grid import GRID_PROBLEMS
     from benchmarks.problems.high_dim import HIGH_DIM_PROBLEMS
+    from benchmarks.problems.hpob import TEST_TASKS
 
-    methods = set(method_names()) | {"random_tree", "vanilla"}
+    known = {
+        "benchmarks.harness": set(PROBLEMS),
+        "benchmarks.high_dim": set(HIGH_DIM_PROBLEMS),
+        "benchmarks.hpob": {f"hpob_{s}_{d}" for s, d in TEST_TASKS},
+        "benchmarks.grid_bo": set(GRID_PROBLEMS),
+    }
+    methods = set(method_names()) | {"random_tree", "vanilla", "gp_ei", "gp_ucb"}
+    methods |= set(POOL_METHODS) | set(BKTF_VARIANTS)
     for name, suite in SUITES.items():
-        known = HIGH_DIM_PROBLEMS if suite.runner == "benchmarks.high_dim" else PROBLEMS
-        assert set(suite.problems) <= set(known), name
+        runner = importlib.import_module(suite.runner)
+        assert callable(runner.run), name
+        assert set(suite.problems) <= known[suite.runner], name
         assert set(suite.methods) <= methods, name
-        assert suite.checkpoints[-1] <= suite.budget, name
+        if suite.checkpoints:
+            assert suite.checkpoints[-1] <= suite.budget, name
+
+
+def test_every_kind_of_problem_is_a_problem():
+    from benchmarks.problems.high_dim import HIGH_DIM_PROBLEMS
+    from benchmarks.problems.protocol import Problem
+
+    for name in ("p1a", "v_noisy", "rt_ridge_diab", "rkhs"):
+        assert isinstance(make_problem(name), Problem), name
+    star = HIGH_DIM_PROBLEMS["star10"](0)
+    assert isinstance(star, Problem)
+    params = star.space.to_dict(torch.full((10,), 0.5, dtype=torch.float64))
+    point = torch.full((1, 10), 0.5, dtype=torch.float64)
+    assert star.true_value(params) == float(star.true(point)[0])
 
 
 def test_presets_build_the_strategy_they_name():

@@ -7,21 +7,24 @@ import pytest
 import torch
 
 from benchmarks import grid_bo, grid_peers, grid_report
+from benchmarks.problems import grid as grid_problems
+from benchmarks.problems.protocol import Problem
 
 
 def test_functions_have_their_published_optima():
-    assert float(grid_bo.damavandi(torch.tensor([[2.0, 2.0]]))[0]) == 0.0
-    assert float(grid_bo.damavandi(torch.tensor([[3.0, 2.0]]))[0]) == 2 + 16 + 50
-    assert float(grid_bo.schaffer(torch.tensor([[0.0, 0.0]]))[0]) == 0.0
+    assert float(grid_problems.damavandi(torch.tensor([[2.0, 2.0]]))[0]) == 0.0
+    assert float(grid_problems.damavandi(torch.tensor([[3.0, 2.0]]))[0]) == 2 + 16 + 50
+    assert float(grid_problems.schaffer(torch.tensor([[0.0, 0.0]]))[0]) == 0.0
     for name in ("damavandi", "schaffer", "griewank3"):
-        problem = grid_bo.make_problem(name)
-        assert float(problem.grid_values().min()) == pytest.approx(0.0, abs=1e-12)
+        problem = grid_problems.grid_problem(name)
+        assert isinstance(problem, Problem)
+        assert problem.optimal_value == pytest.approx(0.0, abs=1e-12)
     with pytest.raises(ValueError, match="problem must be one of"):
-        grid_bo.make_problem("nope")
+        grid_problems.grid_problem("nope")
 
 
 def test_shared_design_is_on_the_grid_and_distinct():
-    problem = grid_bo.make_problem("damavandi")
+    problem = grid_problems.grid_problem("damavandi")
     design = grid_bo.shared_design(problem, seed=3)
     grid = problem.grid
     flat = grid.flat(grid.indices(problem.space.to_tensor(design)))
@@ -57,7 +60,7 @@ def test_evaluations_to_optimum_and_profiles():
 def test_fast_gp_scores_equal_botorch_posterior():
     from botorch.acquisition import LogExpectedImprovement
 
-    problem = grid_bo.make_problem("griewank3")
+    problem = grid_problems.grid_problem("griewank3")
     grid = problem.grid
     X = grid.points(
         torch.randint(0, 21, (12, 3), generator=torch.Generator().manual_seed(0))

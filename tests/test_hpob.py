@@ -9,6 +9,7 @@ import torch
 pytest.importorskip("bocode")
 
 from benchmarks import hpob  # noqa: E402
+from benchmarks.harness import load_records  # noqa: E402
 from benchmarks.problems.hpob import (  # noqa: E402
     COLUMNS,
     TEST_TASKS,
@@ -78,7 +79,7 @@ def test_normalized_regret_matches_a_hand_computation():
 
 def test_a_short_run_evaluates_distinct_pool_rows_from_the_shared_start():
     task = HPOBTask("5906", "3918")
-    runs = {m: hpob.run(task, m, seed=1, budget=8) for m in ("treebo", "random")}
+    runs = {m: hpob.run_task(task, m, seed=1, budget=8) for m in ("treebo", "random")}
     for record in runs.values():
         assert len(set(record["rows"])) == 8
         assert record["rows"][:5] == hpob.initial_rows(task, 1)
@@ -88,13 +89,16 @@ def test_a_short_run_evaluates_distinct_pool_rows_from_the_shared_start():
 
 
 def test_lockstep_runs_write_the_rows_of_the_runs_one_by_one(tmp_path):
-    tasks = ["5906_3918", "5906_9971"]
-    common = ["--methods", "treebo", "--seeds", "0", "1", "--budget", "8", "--tasks"]
-    hpob.main([*common, *tasks, "--out", str(tmp_path / "alone.jsonl")])
-    hpob.main([*common, *tasks, "--out", str(tmp_path / "batch.jsonl"), "--lockstep"])
+    from benchmarks.run import main as run
+
+    tasks = "hpob_5906_3918,hpob_5906_9971"
+    common = ["hpob", "--methods", "treebo", "--seeds", "0-1", "--budget", "8"]
+    run([*common, "--problems", tasks, "--out", str(tmp_path / "alone.jsonl")])
+    batch = [*common, "--problems", tasks, "--out", str(tmp_path / "batch.jsonl")]
+    run([*batch, "--lockstep"])
 
     def rows(name: str) -> dict:
-        records = hpob.load_records([tmp_path / name])
+        records = load_records([tmp_path / name])
         return {(r["problem"], r["seed"]): r for r in records}
 
     alone, batch = rows("alone.jsonl"), rows("batch.jsonl")
@@ -109,7 +113,7 @@ def test_the_lockstep_timing_records_both_ways_and_their_rows(tmp_path):
 
     out = tmp_path / "lockstep.jsonl"
     lockstep(["--space", "5906", "--seeds", "0", "--budget", "6", "--out", str(out)])
-    (record,) = hpob.load_records([out])
+    (record,) = load_records([out])
     assert record["runs"] == 2 and record["same_rows"] == 2
     assert record["evaluations"] > 0 and record["mean_batch"] == 2.0
     assert record["lockstep_s"] > 0 and record["alone_s"] > 0
@@ -143,3 +147,14 @@ def test_each_lockstep_batch_reports_its_runs_spaces_and_wall_time():
         "process (x86_64 1t, 2026-11-28).",
     ]
     assert hpob.lockstep_walls(records[3:]) == []
+
+
+def test_a_task_is_a_problem_named_by_its_space_and_dataset():
+    from benchmarks.problems.protocol import Problem
+
+    task = hpob.task_of("hpob_5906_3918")
+    assert isinstance(task, Problem) and hpob.task_of("hpob_5906_3918") is task
+    best = task.space.to_dict(task.pool[int(task.accuracy.argmax())])
+    assert task.objective(best) == task.optimal_value
+    with pytest.raises(ValueError, match="not an HPO-B test task"):
+        hpob.task_of("hpob_1_2")

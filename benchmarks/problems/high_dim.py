@@ -16,11 +16,15 @@ Every problem is minimized over a box and has a known minimum:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
 
 import torch
 from botorch.test_functions import Hartmann, Rosenbrock, StyblinskiTang
 from torch import Tensor
 
+from treebo.loop.box import box_space
+from treebo.space import TreeSpace
 from treebo.test_functions import AdditiveGPFunction, additive_graph
 
 P4_NOISE = 0.15
@@ -50,6 +54,19 @@ class HighDimProblem:
     @property
     def dim(self) -> int:
         return self.bounds.shape[-1]
+
+    @cached_property
+    def space(self) -> TreeSpace:
+        """The box as a space of reals ``x0 .. x{d-1}``."""
+        return box_space(self.bounds)
+
+    def objective(self, params: dict[str, Any]) -> float:
+        """A noisy observation of one configuration (:meth:`observe`)."""
+        return float(self.observe(self.space.to_tensor([params]))[0])
+
+    def true_value(self, params: dict[str, Any]) -> float:
+        """The noise-free value of one configuration."""
+        return float(self.true(self.space.to_tensor([params]))[0])
 
     def observe(self, X: Tensor) -> Tensor:
         """Noisy observations of ``f(X)`` (the problem's own noise stream)."""

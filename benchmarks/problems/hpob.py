@@ -228,6 +228,9 @@ def _tables() -> Any:
 class HPOBTask:
     """One HPO-B task as a pool: every row decoded into a configuration.
 
+    A :class:`~benchmarks.problems.protocol.Problem` whose objective knows the
+    pool's configurations only.
+
     Attributes:
         space: The search space.
         pool: ``m x d`` encodings of the pool's distinct configurations.
@@ -260,6 +263,16 @@ class HPOBTask:
     def accuracy_of(self, config: dict[str, Any]) -> float:
         """The validation accuracy of a pool configuration (to maximize)."""
         return float(self.accuracy[self.index_of(config)])
+
+    def objective(self, config: dict[str, Any]) -> float:
+        """The error of a pool configuration, ``1 - accuracy`` (to minimize; the
+        runner, :mod:`benchmarks.hpob`, maximizes the accuracy)."""
+        return 1.0 - self.accuracy_of(config)
+
+    @property
+    def optimal_value(self) -> float:
+        """The pool's smallest error."""
+        return 1.0 - float(self.accuracy.max())
 
     def normalized_regret(self, accuracies: Tensor) -> Tensor:
         r"""HPO-B's normalized regret of the best accuracy so far,
