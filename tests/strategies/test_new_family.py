@@ -79,22 +79,8 @@ def registered():
 
 
 def test_a_new_family_is_its_module_plus_one_registration_line(registered, tmp_path):
-    result = minimize(
-        objective,
-        SPACE,
-        budget=8,
-        seed=0,
-        strategy="test_plain_gp",
-        checkpoint=tmp_path / "run.jsonl",
-    )
-    kinds = [trial.kind for trial in result.history]
-    assert kinds == ["initial"] * 5 + ["bo"] * 3  # every proposal the family's
-    assert result.best_value < objective({"x": 0.9, "y": 0.9})
-    # The loop keeps its model, and a checkpoint names the family.
-    assert type(make_strategy("test_plain_gp")) is PlainGPStrategy
-    assert strategy_identity(PlainGPStrategy()) == "test_plain_gp"
-    with pytest.warns(UserWarning, match="already holds 8 evaluations"):
-        resumed = minimize(
+    def run():
+        return minimize(
             objective,
             SPACE,
             budget=8,
@@ -102,6 +88,16 @@ def test_a_new_family_is_its_module_plus_one_registration_line(registered, tmp_p
             strategy="test_plain_gp",
             checkpoint=tmp_path / "run.jsonl",
         )
+
+    result = run()
+    kinds = [trial.kind for trial in result.history]
+    assert kinds == ["initial"] * 5 + ["bo"] * 3  # every proposal the family's
+    assert result.best_value < objective({"x": 0.9, "y": 0.9})
+    # The loop keeps its model, and a checkpoint names the family.
+    assert type(make_strategy("test_plain_gp")) is PlainGPStrategy
+    assert strategy_identity(PlainGPStrategy()) == "test_plain_gp"
+    with pytest.warns(UserWarning, match="already holds 8 evaluations"):
+        resumed = run()
     assert resumed.values == result.values  # nothing re-evaluated
     # Pools score the family's acquisition.
     opt = TreeOptimizer(SPACE, seed=1, strategy="test_plain_gp", n_initial=3)
