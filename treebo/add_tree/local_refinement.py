@@ -218,6 +218,18 @@ def neighbourhood(
     Returns:
         The neighbourhood, or ``None`` when the path has no active real column or
         fewer than ``|A| + 2`` distinct observations.
+
+    Example:
+        >>> from treebo.test_functions import Jenatton
+        >>> problem = Jenatton("paper")
+        >>> space = problem.space
+        >>> X = space.set_paths(space.sample(12, seed=0), torch.zeros(12).long())
+        >>> near = neighbourhood(space, X, -problem(X).unsqueeze(-1))
+        >>> near.columns, near.nearest.numel()  # r8 and x4 on the best path
+        ([1, 5], 8)
+        >>> box = LocalBox.around(space, X, near, radius=0.05)
+        >>> box.contains(near.incumbent.unsqueeze(0)).tolist()
+        [True]
     """
     if X.dim() != 2 or y.shape != (X.shape[0], 1):
         raise ValueError(
