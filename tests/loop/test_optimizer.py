@@ -256,3 +256,46 @@ def test_a_space_of_4096_paths_resumes_exactly(tmp_path, name):
     run(resumed, objective, 1)
     assert [t.params for t in resumed.history] == [t.params for t in whole.history]
     assert {t.kind for t in whole.history[6:]} <= {"bo", "local"}
+
+
+def test_a_proposals_global_random_draws_follow_the_run_seed_not_the_process():
+    from dataclasses import dataclass
+
+    from treebo.strategies.base import Observations, Proposal, Strategy
+
+    @dataclass(frozen=True)
+    class NoOptions:
+        pass
+
+    class GlobalDraws(Strategy):
+        """Proposes from torch's global generator (as a fit's restarts do)."""
+
+        name = "test_global_draws"
+        options_type = NoOptions
+
+        def propose(self, observations: Observations) -> Proposal:
+            bounds = observations.space.bounds.to(observations.X)
+            u = torch.rand(bounds.shape[-1], dtype=bounds.dtype)
+            return Proposal(bounds[0] + u * (bounds[1] - bounds[0]), "bo")
+
+    space = TreeSpace(Vertex([Real("x", 0.0, 1.0), Real("y", 0.0, 1.0)]))
+
+    def proposals(process_seed: int) -> list[dict]:
+        torch.manual_seed(process_seed)  # another process's global state
+        opt = TreeOptimizer(space, seed=3, n_initial=2, strategy=GlobalDraws())
+        asked = []
+        for _ in range(5):
+            params = opt.ask()
+            opt.tell(params, params["x"] + params["y"])
+            asked.append(params)
+        return asked
+
+    assert proposals(0) == proposals(12345)
+    # The caller's generator is left where it was.
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    opt = TreeOptimizer(space, seed=3, n_initial=1, strategy=GlobalDraws())
+    opt.tell(opt.ask(), 1.0)
+    opt.ask()
+    torch.testing.assert_close(torch.rand(3), expected)

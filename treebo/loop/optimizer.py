@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 from botorch.exceptions import ModelFittingError
+from botorch.utils.sampling import manual_seed
 from torch import Tensor
 
 from treebo.gp.noise import validate_noise, validate_sem
@@ -226,11 +227,16 @@ class TreeOptimizer:
             t0 = time.perf_counter()
             try:
                 obs = self.observations()
-                if fresh is None:
-                    proposal = self.strategy.propose(obs)
-                else:
-                    pool = fresh.to(self.device, self.dtype)
-                    proposal = self.strategy.propose_from(obs, pool)
+                # Whatever a proposal draws from torch's global generator (a fit's
+                # restarts from the priors, say) follows the run's seed, not the
+                # process's: the same seed gives the same run in any process, in
+                # lockstep, and after a resume. The caller's state is kept.
+                with manual_seed(obs.seed):
+                    if fresh is None:
+                        proposal = self.strategy.propose(obs)
+                    else:
+                        pool = fresh.to(self.device, self.dtype)
+                        proposal = self.strategy.propose_from(obs, pool)
                 candidate = proposal.candidate.detach().cpu().to(torch.float64)
                 if not bool(candidate.isfinite().all()):
                     raise ModelFittingError("the proposal is not finite")
@@ -397,7 +403,9 @@ class TreeOptimizer:
         recommended = None
         if best is not None and self.noise != "deterministic":
             scores = self.history.values if self.maximize else -self.history.values
-            recommended = recommend(self.strategy, self.observations(), scores)
+            obs = self.observations()
+            with manual_seed(obs.seed):  # as a proposal's fit (see ask())
+                recommended = recommend(self.strategy, obs, scores)
         if recommended is None:
             best_params = None if best is None else dict(best.params)
             best_value = None if best is None else best.value
