@@ -230,7 +230,7 @@ class TreeOptimizer:
                 # Whatever a proposal draws from torch's global generator (a fit's
                 # restarts from the priors, say) follows the run's seed, not the
                 # process's: the same seed gives the same run in any process, in
-                # lockstep, and after a resume. The caller's state is kept.
+                # lockstep, and after a resume. The caller's CPU generator is kept.
                 with manual_seed(obs.seed):
                     if fresh is None:
                         proposal = self.strategy.propose(obs)
