@@ -533,21 +533,22 @@ class AddTreeKernelSum(Kernel):
         n = len(self.kernels)
         x1_features = (None,) * n if x1_features is None else x1_features
         x2_features = (None,) * n if x2_features is None else x2_features
-        gram = None
-        for kernel, f1, f2 in zip(self.kernels, x1_features, x2_features, strict=True):
-            term = kernel.forward(
+        return _sum(
+            kernel.forward(
                 x1, x2, diag, last_dim_is_batch, x2_features=f2, x1_features=f1
             )
-            gram = term if gram is None else gram + term
-        return gram
+            for kernel, f1, f2 in zip(
+                self.kernels, x1_features, x2_features, strict=True
+            )
+        )
 
     def vertex_covariance(self, z: Tensor, x: Tensor) -> Tensor:
         """The summands' ``vertex_covariance()``, added: ``*b x r x V x n``."""
-        return sum_of(k.vertex_covariance(z, x) for k in self.kernels)
+        return _sum(k.vertex_covariance(z, x) for k in self.kernels)
 
     def vertex_prior_variance(self) -> Tensor:
         """The summands' ``vertex_prior_variance()``, added: ``batch_shape x V``."""
-        return sum_of(k.vertex_prior_variance() for k in self.kernels)
+        return _sum(k.vertex_prior_variance() for k in self.kernels)
 
     def __add__(self, other: Kernel) -> Kernel:
         """``self + other``, one flat sum where ``other`` is an Add-Tree kernel."""
@@ -556,7 +557,7 @@ class AddTreeKernelSum(Kernel):
         return super().__add__(other)
 
 
-def sum_of(terms: Iterable[Tensor]) -> Tensor:
+def _sum(terms: Iterable[Tensor]) -> Tensor:
     """``terms`` added in order (``sum()`` would start from a Python ``0``)."""
     total = None
     for term in terms:
