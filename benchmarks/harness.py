@@ -54,8 +54,9 @@ def run(
 ) -> dict:
     """The record of one run of ``method`` on ``problem_name``.
 
-    Every method starts from treebo's initial design for the seed (where it
-    takes a design); ``checkpoint`` is a folder where slow peers save their
+    Every method starts from treebo's initial design for the seed, or the
+    problem's own (``initial_configs(seed)``, e.g. HPO-B's), where it takes a
+    design; ``checkpoint`` is a folder where slow peers save their
     progress after every evaluation.
     """
     problem = make_problem(problem_name)
@@ -74,7 +75,11 @@ def run(
             return math.inf
 
     problem.objective = recorded
-    design = initial_design(problem.space, default_initial_size(problem.space), seed)
+    if hasattr(problem, "initial_configs"):  # a benchmark's own protocol (HPO-B)
+        design = problem.initial_configs(seed)
+    else:
+        size = default_initial_size(problem.space)
+        design = initial_design(problem.space, size, seed)
     t0 = time.time()
     values, seconds = run_method(
         method, problem, design, seed, budget, problem_name, checkpoint

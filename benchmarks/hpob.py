@@ -49,9 +49,8 @@ from treebo.optim.pool import optimize_acqf_pool
 
 from .harness import stamp
 from .methods.treebo import PRESETS
-from .problems.hpob import TEST_TASKS, HPOBTask
+from .problems.hpob import N_INITIAL, TEST_TASKS, HPOBTask, initial_rows
 
-N_INITIAL = 5
 RECORDS = Path(__file__).parent / "records" / "hpob.jsonl"
 PUBLISHED = {
     "Random": (0.0547, 0.0410, 0.0275),
@@ -59,13 +58,6 @@ PUBLISHED = {
     "DGP": (0.0646, 0.0339, 0.0192),
     "BOHAMIANN": (0.0574, 0.0329, 0.0133),
 }
-
-
-def initial_rows(task: HPOBTask, seed: int) -> list[int]:
-    """The seed's 5 random pool rows (the same for every method)."""
-    key = int(task.space_id) * 1_000_003 + int(task.dataset_id) + 7919 * seed
-    generator = torch.Generator().manual_seed(key)
-    return torch.randperm(task.pool.shape[0], generator=generator)[:N_INITIAL].tolist()
 
 
 def run_treebo(task: HPOBTask, seed: int, budget: int, preset: str) -> list[int]:

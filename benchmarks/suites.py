@@ -51,6 +51,16 @@ class Suite:
 
 
 TEN = tuple(range(10))
+SURROGATE_TASKS = tuple(f"hpobc_{space}_{dataset}" for space, dataset in TEST_TASKS)
+#: The proxy's tasks: one or two per space, tuned on; the other 20 confirm.
+SURROGATE_PROXY = (
+    "hpobc_5527_31",
+    "hpobc_5527_146065",
+    "hpobc_5891_9980",
+    "hpobc_5906_3918",
+    "hpobc_5971_43",
+    "hpobc_6767_9914",
+)
 SUITES: dict[str, Suite] = {
     "conditional": Suite(
         "Conditional spaces: P1(a), P1(b), P2",
@@ -183,6 +193,38 @@ SUITES: dict[str, Suite] = {
         (25, 50, 100),
         runner="benchmarks.hpob",
         own_section=True,
+    ),
+    "hpob_continuous": Suite(
+        "HPO-B in continuous mode: step-shaped surrogates (26 conditional test tasks)",
+        "HPO-B's SVM and XGBoost test tasks as bocode's XGBoost surrogates over "
+        "the continuous tree space (piecewise constant in every direction); "
+        "HPO-B's 5 random pool rows, then 100 trials; the objective is the "
+        "normalized regret against the surrogate's maximum over the space "
+        "(:mod:`benchmarks.problems.hpob_surrogate`). Checkpoints count the "
+        "initial rows: 30 / 55 / 105 are HPO-B's 25 / 50 / 100 trials.",
+        SURROGATE_TASKS,
+        (
+            "treebo",
+            "addtree_logei",
+            "hck_logei",
+            "flat_logei",
+            "optuna_tpe",
+            "smac",
+            "random",
+        ),
+        tuple(range(5)),
+        105,
+        (30, 55, 105),
+    ),
+    "hpob_continuous_proxy": Suite(
+        "HPO-B in continuous mode, the fast proxy (6 tasks, 3 seeds, 50 trials)",
+        "A fixed subset of ``hpob_continuous`` for iterating (one or two tasks "
+        "per space); decisions are taken on the whole suite.",
+        SURROGATE_PROXY,
+        ("treebo", "addtree_logei", "random"),
+        (0, 1, 2),
+        55,
+        (30, 55),
     ),
     "grid": Suite(
         "P8: Bayesian optimization over grids",

@@ -1,13 +1,17 @@
 """BoTorch peers: a GP, LogEI and BoTorch's mixed optimizers, one point at a time.
 
-=============  ================================================================
-``hck_logei``  ``HierarchicalConditionalKernelGP``; ``optimize_acqf_mixed``
-               over the paths (each path's choices and inactive columns fixed)
-``flat_logei`` ``SingleTaskGP`` on the flattened space, likewise
-``flat_alt``   the same GP with ``optimize_acqf_mixed_alternating`` (no path
-               listing: discrete steps)
-``flat_warp``  ``SingleTaskGP`` with a Kumaraswamy input warp (BO-WARP)
-=============  ================================================================
+==================  ============================================================
+``hck_logei``       ``HierarchicalConditionalKernelGP``; ``optimize_acqf_mixed``
+                    over the paths (each path's choices and inactive columns fixed)
+``flat_logei``      ``SingleTaskGP`` on the flattened space, likewise
+``flat_alt``        the same GP with ``optimize_acqf_mixed_alternating`` (no path
+                    listing: discrete steps)
+``flat_warp``       ``SingleTaskGP`` with a Kumaraswamy input warp (BO-WARP)
+``addtree_logei``   the plain BoTorch loop on treebo's model: ``AddTreeGP`` with its
+                    defaults (BoTorch's likelihood, ``Standardize``), LogEI,
+                    ``optimize_acqf_mixed`` over the paths; the shared design topped
+                    up to 10 points with uniform samples
+==================  ============================================================
 
 These runs take minutes to hours: with a checkpoint folder they save their
 points after every evaluation and resume from there.
@@ -31,8 +35,12 @@ from botorch.optim import optimize_acqf_mixed, optimize_acqf_mixed_alternating
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from treebo import Integer, TreeSpace
+from treebo.add_tree import AddTreeGP
 
-KINDS = ("hck_logei", "flat_logei", "flat_alt", "flat_warp")
+KINDS = ("hck_logei", "flat_logei", "flat_alt", "flat_warp", "addtree_logei")
+
+#: The plain loop's initial design: at least this many points.
+PLAIN_LOOP_INITIAL = 10
 
 
 def discrete_values(space: TreeSpace) -> tuple[dict, dict]:
@@ -84,6 +92,14 @@ def botorch_proposal(
     if kind == "hck_logei":
         model = HierarchicalConditionalKernelGP(
             X, y, space.to_hierarchical_dependencies(), input_transform=transform
+        )
+    elif kind == "addtree_logei":  # what a BoTorch user writes with treebo's model
+        model = AddTreeGP(
+            X,
+            y,
+            space.tree,
+            bounds=bounds,
+            categorical_values=space.categorical_values,
         )
     elif kind == "flat_warp":  # input warping (Snoek et al., 2014): BO-WARP
         indices = list(range(space.dim))
@@ -182,6 +198,9 @@ def run_botorch_peer(
     state = _load_peer_state(checkpoint, name, kind, seed)
     proposal_seconds: list[float] = []
     if state is None:
+        if kind == "addtree_logei" and len(design) < PLAIN_LOOP_INITIAL:
+            extra = space.sample(PLAIN_LOOP_INITIAL - len(design), seed=20_000 + seed)
+            design = design + space.to_dicts(extra)
         X = space.to_tensor(design)
         values = [problem.objective(c) for c in design]
     else:

@@ -116,18 +116,28 @@ def run_treebo(
     preset: str, problem, design: list[dict], seed: int, budget: int
 ) -> tuple[list[float], list[float]]:
     """``(values, proposal_seconds)`` of the preset; its initial design is
-    ``design`` (treebo's own for the seed, shared by every method).
+    ``design`` (treebo's own for the seed, shared by every method; a problem's
+    own design, ``initial_configs``, is told before the first proposal).
 
     The run's recommendation (the index of the trial
     [`result()`][treebo.loop.optimizer.TreeOptimizer.result] recommends) and its
     last model's fitted noise variance in the objective's units are left on
     ``problem`` as ``recommended`` and ``fitted_noise_variance`` for the harness.
     """
-    opt = TreeOptimizer(problem.space, seed=seed, strategy=PRESETS[preset]())
+    own_design = hasattr(problem, "initial_configs")  # told, not asked
+    opt = TreeOptimizer(
+        problem.space,
+        seed=seed,
+        strategy=PRESETS[preset](),
+        n_initial=len(design) if own_design else None,
+    )
     if opt.n_initial != len(design):
         raise ValueError(f"{preset}: its design has {opt.n_initial} points.")
     values: list[float] = []
     seconds: list[float] = []
+    for params in design if own_design else []:
+        values.append(problem.objective(params))
+        opt.tell(params, values[-1])
     while len(values) < budget:
         t0 = time.perf_counter()
         params = opt.ask()

@@ -20,6 +20,8 @@ cross-validated error). Validation problems also have ``true_value``,
                    (:mod:`.real_tasks`)
 ``*_noisy``        Gaussian noise of 10 % of the range added (:mod:`.noisy`)
 ``rkhs``, ``exp2d`` non-stationary functions (P6, P7; :mod:`.nonstationary`)
+``hpobc_*``        HPO-B's conditional test tasks in continuous mode: XGBoost
+                   surrogates, step-shaped (:mod:`.hpob_surrogate`)
 =================  ==========================================================
 
 The high-dimensional problems (P4, P5) are tensor objectives with their own
@@ -38,6 +40,7 @@ from treebo.test_functions import (
     ModelSelection,
 )
 
+from .hpob_surrogate import SURROGATE_PROBLEMS
 from .noisy import NOISY_PROBLEMS
 from .nonstationary import NONSTATIONARY_PROBLEMS
 from .real_tasks import REAL_TASKS
@@ -61,6 +64,7 @@ PROBLEMS: dict[str, Callable[[], Any]] = {
     **NONSTATIONARY_PROBLEMS,
     **REAL_TASKS,
     **NOISY_PROBLEMS,
+    **SURROGATE_PROBLEMS,
     # The folds are fixed (seed 0) so that every run optimizes one function.
     "p9_digits": lambda: ModelSelection("digits", seed=0),
     "p9_cancer": lambda: ModelSelection("breast_cancer", seed=0),

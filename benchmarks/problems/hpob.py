@@ -79,6 +79,9 @@ TEST_TASKS = [
     *(("6767", d) for d in ("145804", "146064", "146065", "31", "9914", "9967")),
 ]
 
+#: HPO-B's initial design: this many random pool rows per run.
+N_INITIAL = 5
+
 _TREE_PARAMETERS = ("min_child_weight", "colsample_bytree", "colsample_bylevel")
 _KERNELS = {"_INVALID": "radial", "_linear": "linear", "_polynomial": "polynomial"}
 
@@ -280,3 +283,11 @@ class HPOBTask:
         low, high = self.accuracy.min(), self.accuracy.max()
         best = torch.as_tensor(accuracies, dtype=torch.float64).cummax(0).values
         return 1.0 - (best - low) / (high - low)
+
+
+def initial_rows(task: HPOBTask, seed: int) -> list[int]:
+    """The seed's 5 random pool rows (the same for every method, in HPO-B's
+    discrete and continuous modes)."""
+    key = int(task.space_id) * 1_000_003 + int(task.dataset_id) + 7919 * seed
+    generator = torch.Generator().manual_seed(key)
+    return torch.randperm(task.pool.shape[0], generator=generator)[:N_INITIAL].tolist()
