@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .problems.grid import GRID_PROBLEMS
 from .problems.hpob import TEST_TASKS
-from .problems.real_tasks import REAL_TASKS
+from .problems.real_tasks import ACCURACY_TASKS, REAL_TASKS
 
 
 @dataclass(frozen=True)
@@ -136,6 +136,25 @@ SUITES: dict[str, Suite] = {
         "cross-validated loss so far (the optimum is unknown).",
         tuple(REAL_TASKS),
         ("treebo", "random", "optuna_tpe", "smac", "flat_alt", "ax_default"),
+        TEN,
+        100,
+        (25, 50, 100),
+    ),
+    "accuracy": Suite(
+        "Learners scored by accuracy on modest validation sets (step-shaped)",
+        "The classification tasks of the real-task suite scored by their error "
+        "rate (hold-out quarter or 3-fold CV on 150 to 600 rows: steps of "
+        "1/rows), and ``rt_svm_wine``; the best error so far.",
+        ("rt_svm_wine", *ACCURACY_TASKS),
+        (
+            "treebo",
+            "addtree_logei",
+            "random",
+            "optuna_tpe",
+            "smac",
+            "flat_logei",
+            "hck_logei",
+        ),
         TEN,
         100,
         (25, 50, 100),

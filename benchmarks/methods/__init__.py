@@ -15,6 +15,7 @@ from . import (
     ablation,  # noqa: F401  (registers the ablation variants)
     integrated_ei,  # noqa: F401  (registers an experiment)
     robust,  # noqa: F401  (registers an experiment)
+    steps,  # noqa: F401  (registers issue 68's variants)
 )
 from .botorch_peers import KINDS as BOTORCH_PEERS
 from .botorch_peers import run_botorch_peer

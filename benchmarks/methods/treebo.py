@@ -149,7 +149,7 @@ def run_treebo(
     best = opt.result().best_params
     problem.recommended = next(i for i, t in enumerate(opt.history) if t.params == best)
     model = opt.last_model
-    if model is not None and hasattr(model.likelihood, "noise"):
+    if hasattr(getattr(model, "likelihood", None), "noise"):
         history = opt.history.values
         scale = score_scale(-history)
         # The model's outcomes are the loop's standardized scores (unit variance).

@@ -43,7 +43,7 @@ from treebo.test_functions import (
 from .hpob_surrogate import SURROGATE_PROBLEMS
 from .noisy import NOISY_PROBLEMS
 from .nonstationary import NONSTATIONARY_PROBLEMS
-from .real_tasks import REAL_TASKS
+from .real_tasks import ACCURACY_TASKS, REAL_TASKS
 from .tuning import TUNING_PROBLEMS
 from .validation import VALIDATION_PROBLEMS
 
@@ -63,6 +63,7 @@ PROBLEMS: dict[str, Callable[[], Any]] = {
     **TUNING_PROBLEMS,
     **NONSTATIONARY_PROBLEMS,
     **REAL_TASKS,
+    **ACCURACY_TASKS,
     **NOISY_PROBLEMS,
     **SURROGATE_PROBLEMS,
     # The folds are fixed (seed 0) so that every run optimizes one function.

@@ -28,6 +28,8 @@ is unknown (tables compare the best score so far).
 ``rt_logreg_digits`` logistic regression on digits: penalty (l2: C; l1: C;
                     elastic net: C, l1 ratio), PCA (components, whitening) or
                     standard scaling, class weights; CV log loss
+``rt_*_acc``        the MLP, boosting and logistic tasks scored by their error
+                    rate (step-shaped: ``ACCURACY_TASKS``)
 ==================  ========================================================
 """
 
@@ -490,3 +492,19 @@ REAL_TASKS: dict[str, Callable[[], RealTask]] = {
         "digits", logreg_space(), logreg_estimator, "neg_log_loss"
     ),
 }
+
+#: The classification tasks scored by their error rate instead of the log loss:
+#: accuracy on a hold-out quarter or a fold of 60 to 200 rows moves in steps of
+#: 1/rows, so these objectives are step-shaped (``rt_svm_wine`` already is).
+ACCURACY_TASKS: dict[str, Callable[[], RealTask]] = {
+    "rt_mlp_digits_acc": lambda: RealTask(
+        "digits", mlp_space(), mlp_estimator, "accuracy", folds=None
+    ),
+    "rt_hgb_cancer_acc": lambda: RealTask(
+        "breast_cancer", hgb_space(), hgb_estimator, "accuracy"
+    ),
+    "rt_logreg_digits_acc": lambda: RealTask(
+        "digits", logreg_space(), logreg_estimator, "accuracy"
+    ),
+}
+

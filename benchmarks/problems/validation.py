@@ -17,6 +17,7 @@ others:
 - ``v_kinks``: P1(a)'s tree with non-smooth leaves (absolute values and a
   step in the shared parameters).
 - ``v_unbalanced``: P2's construction, unbalanced, depth 4.
+- ``v_offcentre``: P1(a) with every leaf's optimum off its box's centre.
 
 Every problem is minimized; ``optimal_value`` is the noise-free minimum,
 ``true_value(params)`` the noise-free value and ``best_branch`` the root
@@ -231,7 +232,31 @@ class Unbalanced(ValidationProblem):
         return self.base.objective(params)
 
 
+class OffCentre(ValidationProblem):
+    """P1(a) with each leaf's optimum away from its box's centre: the leaf
+    ``x_l`` contributes ``(x_l - c_l)^2`` instead of ``x_l^2``; the shared
+    ``r8``, ``r9`` enter linearly as in P1."""
+
+    root_choice, optimal_value = "x1", 0.1
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.space = Jenatton("paper").space
+        self.leaf_optimum = {"x4": 0.55, "x5": -0.7, "x6": 0.35, "x7": -0.45}
+        self.offset = {"x4": 0.1, "x5": 0.2, "x6": 0.3, "x7": 0.4}
+
+    def true_value(self, params):
+        leaf = next(k for k in self.leaf_optimum if k in params)
+        shared = "r8" if "r8" in params else "r9"
+        return (
+            self.offset[leaf]
+            + (params[leaf] - self.leaf_optimum[leaf]) ** 2
+            + params[shared]
+        )
+
+
 VALIDATION_PROBLEMS = {
+    "v_offcentre": OffCentre,
     "v_mislead": Misleading,
     "v_wide": WidePlain,
     "v_flags": Flags,

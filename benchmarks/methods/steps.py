@@ -1,0 +1,69 @@
+"""Step-shaped surfaces (issue 68): variants of the default loop under study.
+
+=====================  ===========================================================
+``treebo_steps``       the default loop that, once two successful evaluations at
+                       configurations differing in a real parameter return exactly
+                       the same value (a plateau of a continuous parameter), stops
+                       local steps and the exploring step after a tie
+``treebo_no_alt``      the default loop without the interaction-term alternative
+=====================  ===========================================================
+
+Registered as presets of :mod:`benchmarks.methods.treebo` on import.
+"""
+
+from __future__ import annotations
+
+from treebo.add_tree import AddTreeOptions, AddTreeStrategy
+from treebo.strategies.base import Observations, Proposal
+
+from .treebo import PRESETS, register_preset
+
+
+def has_real_plateau(observations: Observations) -> bool:
+    """Whether two successful trials whose configurations differ in a real
+    column tie exactly (above the lowest score, which the outcome fence and
+    failures share)."""
+    real = observations.space.real_columns
+    if not real:
+        return False
+    ok = ~observations.failed
+    y = observations.y.squeeze(-1)[ok]
+    X = observations.X[ok][:, real]
+    keep = y > y.min()
+    y, X = y[keep], X[keep]
+    same_value = y.unsqueeze(0) == y.unsqueeze(1)
+    differ = (X.unsqueeze(0) != X.unsqueeze(1)).any(-1)
+    return bool((same_value & differ).any())
+
+
+class StepAware(AddTreeStrategy):
+    """The default loop, with local steps and the exploring step after a tie
+    turned off on a run whose real parameters show a plateau."""
+
+    name = "add_tree_steps"
+
+    def propose(self, observations: Observations) -> Proposal:
+        plateau = has_real_plateau(observations)
+        local, self.local = self.local, None if plateau else self.local
+        try:
+            return super().propose(observations)
+        finally:
+            self.local = local
+
+    def after_tie(self, observations: Observations) -> bool:
+        if has_real_plateau(observations):
+            return False
+        return super().after_tie(observations)
+
+
+def _register() -> None:
+    if "treebo_steps" in PRESETS:
+        return
+    register_preset("treebo_steps", StepAware)
+    register_preset(
+        "treebo_no_alt",
+        lambda: AddTreeStrategy(AddTreeOptions(alternative_kernels=())),
+    )
+
+
+_register()
