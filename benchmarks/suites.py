@@ -77,9 +77,15 @@ SUITES: dict[str, Suite] = {
         "Add-Tree (treebo's loop and the paper's UCB loop) against Jenatton et "
         "al.'s semi-parametric ``tree`` and ``tree-nonlinear`` models and "
         "independent GPs per leaf (each with LogEI per leaf, then the best "
-        "leaf), on P1(a) and paper 001's small balanced trees with shared "
-        "variables entering linearly or quadratically; log10 regret.",
-        ("p1a", "t_small_balanced_linear", "t_small_balanced_quadratic"),
+        "leaf), on P1(a), paper 001's small balanced trees with shared "
+        "variables entering linearly or quadratically, and P1(a) with its leaf "
+        "optima off their boxes' centres (``v_offcentre``); log10 regret.",
+        (
+            "p1a",
+            "t_small_balanced_linear",
+            "t_small_balanced_quadratic",
+            "v_offcentre",
+        ),
         (
             "treebo",
             "treebo_ucb_paper",
@@ -103,7 +109,7 @@ SUITES: dict[str, Suite] = {
         "Flags, kinks, noise, shared parameters and an unbalanced tree "
         "(``benchmarks/problems/validation.py``); log10 regret of the "
         "noise-free value.",
-        ("v_flags", "v_kinks", "v_noisy", "v_shared", "v_unbalanced"),
+        ("v_flags", "v_kinks", "v_noisy", "v_shared", "v_unbalanced", "v_offcentre"),
         ("treebo", "flat_logei", "random"),
         TEN,
         50,

@@ -507,4 +507,3 @@ ACCURACY_TASKS: dict[str, Callable[[], RealTask]] = {
         "digits", logreg_space(), logreg_estimator, "accuracy"
     ),
 }
-
