@@ -240,6 +240,7 @@ SUITES: dict[str, Suite] = {
         tuple(range(5)),
         105,
         (30, 55, 105),
+        own_section=True,
     ),
     "hpob_continuous_proxy": Suite(
         "HPO-B in continuous mode, the fast proxy (6 tasks, 3 seeds, 50 trials)",
