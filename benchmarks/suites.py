@@ -212,7 +212,7 @@ SUITES: dict[str, Suite] = {
         "HPO-B's protocol on its SVM and XGBoost pools: 5 random initial rows, "
         "then 100 trials; normalized regret (:mod:`benchmarks.hpob`).",
         tuple(f"hpob_{space}_{dataset}" for space, dataset in TEST_TASKS),
-        ("treebo", "random", "flat_gp"),
+        ("treebo", "random", "flat_gp", "addtree_logei"),
         tuple(range(5)),
         105,
         (25, 50, 100),

@@ -88,6 +88,17 @@ def test_a_short_run_evaluates_distinct_pool_rows_from_the_shared_start():
     assert lines[2].startswith("| random (1 tasks) | 1 |")
 
 
+def test_the_plain_addtree_loop_scores_the_pool_and_repeats_from_its_seed():
+    task = HPOBTask("5906", "9971")
+    record = hpob.run_task(task, "addtree_logei", seed=2, budget=12)
+    assert len(set(record["rows"])) == 12
+    # HPO-B's 5 rows, topped up to 10 random ones, then 2 proposals.
+    assert record["rows"][:5] == hpob.initial_rows(task, 2)
+    assert hpob.run_task(task, "addtree_logei", seed=2, budget=12)["rows"] == (
+        record["rows"]
+    )
+
+
 def test_lockstep_runs_write_the_rows_of_the_runs_one_by_one(tmp_path):
     from benchmarks.run import main as run
 
