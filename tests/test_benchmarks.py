@@ -163,6 +163,7 @@ def test_validation_problems_reach_their_optimum_and_no_sample_beats_it():
         },
         "v_shared": {"s": 0.7, "c": 1, "v": 0.5, "e": 0, "x2": 0.2},
         "v_kinks": {"x1": 0, "r8": 0.0, "x2": 0, "x4": 0.3},
+        "v_offcentre": {"x1": 0, "r8": 0.0, "x2": 0, "x4": 0.55},
     }
     for name, make in VALIDATION_PROBLEMS.items():
         problem = make()

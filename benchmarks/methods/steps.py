@@ -6,6 +6,8 @@
                        the same value (a plateau of a continuous parameter), stops
                        local steps and the exploring step after a tie
 ``treebo_no_alt``      the default loop without the interaction-term alternative
+``treebo_alt_plain``   the default loop with Definition 4's kernel (nothing
+                       shared, no offsets) as a second leave-one-out alternative
 =====================  ===========================================================
 
 Registered as presets of :mod:`benchmarks.methods.treebo` on import.
@@ -13,7 +15,10 @@ Registered as presets of :mod:`benchmarks.methods.treebo` on import.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from treebo.add_tree import AddTreeOptions, AddTreeStrategy
+from treebo.add_tree.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.strategies.base import Observations, Proposal
 
 from .treebo import PRESETS, register_preset
@@ -63,6 +68,13 @@ def _register() -> None:
     register_preset(
         "treebo_no_alt",
         lambda: AddTreeStrategy(AddTreeOptions(alternative_kernels=())),
+    )
+    interactions = replace(LOOP_KERNEL_OPTIONS, ancestor_interactions=True)
+    register_preset(
+        "treebo_alt_plain",
+        lambda: AddTreeStrategy(
+            AddTreeOptions(alternative_kernels=(interactions, AddTreeKernelOptions()))
+        ),
     )
 
 
