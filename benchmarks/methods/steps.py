@@ -8,6 +8,9 @@
 ``treebo_no_alt``      the default loop without the interaction-term alternative
 ``treebo_alt_plain``   the default loop with Definition 4's kernel (nothing
                        shared, no offsets) as a second leave-one-out alternative
+``treebo_two_start``   the default loop whose every fit runs from the last fit's
+                       hyper-parameters and from the defaults, keeping the one of
+                       higher objective (against lock-in of a warm start)
 =====================  ===========================================================
 
 Registered as presets of :mod:`benchmarks.methods.treebo` on import.
@@ -16,10 +19,14 @@ Registered as presets of :mod:`benchmarks.methods.treebo` on import.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
+
+import torch
 
 from treebo.add_tree import AddTreeOptions, AddTreeStrategy
 from treebo.add_tree.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.strategies.base import Observations, Proposal
+from treebo.strategies.fitting import WarmStartFit
 
 from .treebo import PRESETS, register_preset
 
@@ -61,6 +68,49 @@ class StepAware(AddTreeStrategy):
         return super().after_tie(observations)
 
 
+def fitted_objective(model: Any, mll_class: type) -> float:
+    """The objective a fit maximized (marginal likelihood plus the priors'
+    log densities) at the model's hyper-parameters."""
+    model.train()
+    try:
+        mll = mll_class(model.likelihood, model)
+        with torch.no_grad():
+            return float(mll(model(*model.train_inputs), model.train_targets).sum())
+    finally:
+        model.eval()
+
+
+class TwoStartFit(WarmStartFit):
+    """Each fit from the last fit's hyper-parameters and from the defaults; the
+    model of the higher objective is kept (and warm-starts the next fit)."""
+
+    def fit(self, build: Any, noise_floor: float) -> Any:
+        if self.state is None:
+            return super().fit(build, noise_floor)
+        warm = super().fit(build, noise_floor)
+        warm_state, self.state = self.state, None
+        try:
+            cold = super().fit(build, noise_floor)
+        except Exception:  # noqa: BLE001 - keep the warm fit
+            self.state = warm_state
+            return warm
+        if fitted_objective(cold, self.mll_class) > fitted_objective(
+            warm, self.mll_class
+        ):
+            return cold
+        self.state = warm_state
+        return warm
+
+
+class TwoStart(AddTreeStrategy):
+    """The default loop with :class:`TwoStartFit` fits."""
+
+    name = "add_tree_two_start"
+
+    def make_fitter(self) -> WarmStartFit:
+        return TwoStartFit()
+
+
 def _register() -> None:
     if "treebo_steps" in PRESETS:
         return
@@ -70,6 +120,7 @@ def _register() -> None:
         lambda: AddTreeStrategy(AddTreeOptions(alternative_kernels=())),
     )
     interactions = replace(LOOP_KERNEL_OPTIONS, ancestor_interactions=True)
+    register_preset("treebo_two_start", TwoStart)
     register_preset(
         "treebo_alt_plain",
         lambda: AddTreeStrategy(
