@@ -41,6 +41,8 @@ def has_real_plateau(observations: Observations) -> bool:
     ok = ~observations.failed
     y = observations.y.squeeze(-1)[ok]
     X = observations.X[ok][:, real]
+    if y.numel() < 2:
+        return False
     keep = y > y.min()
     y, X = y[keep], X[keep]
     same_value = y.unsqueeze(0) == y.unsqueeze(1)
