@@ -361,8 +361,9 @@ def report(
             parts += [f"![{suite.title}](plots/{name}.png)", ""]
     parts += noise_section(records_dir / "noisy.jsonl")
     parts += hpob_section(records_dir / "hpob.jsonl")
-    name = "hpob_continuous"
-    parts += continuous_section(records_dir / f"{name}.jsonl", SUITES[name], name)
+    for name in ("hpob_continuous", "hpob_continuous_proxy"):
+        path = records_dir / f"{name}.jsonl"
+        parts += continuous_section(path, SUITES[name], name)
     parts += outlier_section(records_dir / "outlier.jsonl")
     parts += regression_section(records_dir / "p3_regression.jsonl")
     parts += grid_section(records_dir / "grid.jsonl", plots_dir)
