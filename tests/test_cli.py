@@ -69,11 +69,12 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_is_summarized(workdir, cap
     result = read_checkpoint("run.jsonl", space)
     # 4 told, 1 lost with the killed process, 2 more: every told one kept.
     assert len(result.history) == 6 and (workdir / "calls.txt").read_text() == "7"
-    assert f"best value {result.best_value}" in done.stdout
+    # One recommendation everywhere: the run's, the checkpoint's and show's.
+    assert result.describe() in done.stdout
     assert main(["summary", "run.jsonl", "--space", "space.yaml"]) == 0
     shown = capsys.readouterr().out
     assert main(["show", "run.jsonl", "--space", "space.yaml"]) == 0
-    assert capsys.readouterr().out == shown and str(result.best_value) in shown
+    assert capsys.readouterr().out == shown and result.describe() in shown
     assert main(["plot", "run.jsonl", "--space", "space.yaml", "--out", "p.png"]) == 0
     assert (workdir / "p.png").stat().st_size > 1000
 
@@ -104,7 +105,7 @@ def test_the_console_script_finds_a_module_in_the_current_folder(workdir):
         timeout=300,
     )
     assert done.returncode == 0, done.stderr
-    assert "best value" in done.stdout and "best parameters" in done.stdout
+    assert "recommended {" in done.stdout and "(the best observation)" in done.stdout
 
 
 def test_version_and_help_answer_without_importing_torch():

@@ -81,14 +81,8 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    print(f"best value {result.best_observed_value} after {n} evaluations")
-    if result.best_value == result.best_observed_value:
-        print(f"best parameters {result.best_params}")
-    else:
-        print(
-            f"recommended parameters {result.best_params} (the model's best guess; "
-            f"predicted value {result.best_value})"
-        )
+    print(f"{n} evaluations")
+    print(result.describe())
     return 0
 
 
@@ -122,7 +116,7 @@ def _summary(args: argparse.Namespace) -> int:
     result = read_checkpoint(args.checkpoint, space)
     failed = sum(t.value is None for t in result.history)
     print(f"{len(result.history)} evaluations ({failed} failed)")
-    print(f"best value {result.best_value}: {result.best_params}")
+    print(result.describe())
     for label, n in Counter(
         path_label(space, t.params) for t in result.history
     ).items():

@@ -108,16 +108,20 @@ def test_known_noise_reaches_the_model_as_train_yvar():
     torch.testing.assert_close(ratio, ratio[:1].expand_as(ratio))
 
 
-def dense_posterior_mean(model) -> torch.Tensor:
-    """The posterior mean at the training inputs, from the kernel matrices:
-    ``m + K (K + N)^-1 (t - m)``, back on the outcomes' scale."""
+def dense_posterior(model) -> tuple[torch.Tensor, torch.Tensor]:
+    """The posterior mean and latent variance at the training inputs, from the kernel
+    matrices: ``m + K (K + N)^-1 (t - m)`` and ``diag(K - K (K + N)^-1 K)``, back on
+    the outcomes' scale."""
     with torch.no_grad():
         X, t = model.train_inputs[0], model.train_targets
         K = model.covar_module(X).to_dense()
         m = model.mean_module(X)
         N = torch.diag_embed(model.likelihood.noise.expand_as(t))
         f = m + K @ torch.linalg.solve(K + N, t - m)
-        return model.outcome_transform.untransform(f.unsqueeze(-1))[0].squeeze(-1)
+        v = torch.diagonal(K - K @ torch.linalg.solve(K + N, K))
+        mean = model.outcome_transform.untransform(f.unsqueeze(-1))[0].squeeze(-1)
+        scale = model.outcome_transform.stdvs.squeeze()
+        return mean, v * scale**2
 
 
 def test_the_recommendation_under_noise_is_the_best_posterior_mean():
@@ -126,24 +130,61 @@ def test_the_recommendation_under_noise_is_the_best_posterior_mean():
     opt = told(n=30, sd=0.3, seed=3)
     result = opt.result()
     obs = opt.observations()
-    mean = opt.strategy.predict(obs)
-    assert mean is not None
-    # A dense reference: the same fit, its posterior mean from the kernel matrices.
+    predicted = opt.strategy.predict(obs)
+    assert predicted is not None
+    mean = predicted.mean
+    # A dense reference: the same fit, its posterior from the kernel matrices.
     model = copy.deepcopy(opt.strategy).fit(obs)
-    torch.testing.assert_close(dense_posterior_mean(model), mean)
+    dense_mean, dense_variance = dense_posterior(model)
+    torch.testing.assert_close(dense_mean, mean)
+    torch.testing.assert_close(dense_variance, predicted.variance)
     index = int(mean.argmax())  # scores are maximized; the run minimizes
     assert result.best_params == opt.history[index].params
-    # best_value is that prediction in the objective's units.
+    assert result.recommended_by == "model"
+    # best_value is that prediction in the objective's units, with its sd.
     values = -opt.history.values
     z = (values - values.mean()) / values.std()
     slope = float(values.std())
-    predicted = -(float(mean[index]) * slope + float(values.mean()))
-    assert result.best_value == pytest.approx(predicted, rel=1e-9)
+    predicted_value = -(float(mean[index]) * slope + float(values.mean()))
+    assert result.best_value == pytest.approx(predicted_value, rel=1e-9)
+    sd = float(predicted.variance[index]) ** 0.5 * slope
+    assert result.best_value_sd == pytest.approx(sd, rel=1e-9)
     assert torch.allclose(z.unsqueeze(-1), obs.y)
     assert result.best_observed_value == float(opt.history.values.min())
+    best = int(opt.history.values.argmin())
+    assert result.best_observed_params == opt.history[best].params
     # The prediction does not touch the run: the next proposal is unchanged.
     again = told(n=30, sd=0.3, seed=3)
     assert opt.ask() == again.ask()
+
+
+def test_a_checkpoint_returns_the_runs_recommendation(tmp_path):
+    from treebo.loop.checkpoint import read_checkpoint
+
+    problem = Jenatton()
+    rng = np.random.default_rng(0)
+
+    def noisy(params):
+        return problem.objective(params) + 0.3 * rng.standard_normal()
+
+    path = tmp_path / "run.jsonl"
+    result = minimize(noisy, problem.space, budget=12, seed=0, checkpoint=path)
+    assert result.recommended_by == "model"
+    assert result.best_value != result.best_observed_value  # a prediction
+    read = read_checkpoint(path, problem.space)
+    assert read.best_params == result.best_params
+    assert read.best_value == result.best_value
+    assert read.best_value_sd == result.best_value_sd
+    assert read.describe() == result.describe()
+    # One more trial, told without a result: the journal's recommendation is stale,
+    # and the checkpoint's best observation stands in, labelled as such.
+    opt = TreeOptimizer(problem.space, seed=0, checkpoint=path)
+    params = opt.ask()
+    opt.tell(params, noisy(params))
+    opt.close()
+    read = read_checkpoint(path, problem.space)
+    assert read.recommended_by == "observation"
+    assert read.best_params == read.best_observed_params
 
 
 def test_a_deterministic_run_recommends_its_best_observation():

@@ -65,6 +65,7 @@ from treebo.space import TreeSpace
 from treebo.strategies.base import (
     REPEAT_TOL,
     Observations,
+    Prediction,
     Proposal,
     Strategy,
     is_observed,
@@ -237,8 +238,8 @@ class AddTreeStrategy(Strategy):
         ([`screen_far_out()`][treebo.strategies.far_out.screen_far_out])."""
         return screen_far_out(observations, self)
 
-    def predict(self, observations: Observations) -> Tensor | None:
-        """The posterior mean of a model fitted to ``observations`` at their
+    def predict(self, observations: Observations) -> Prediction | None:
+        """The posterior of a model fitted to ``observations`` at their
         configurations, or ``None`` where the model interpolates (a deterministic
         objective, declared or inferred as for local steps: the best observation is
         then the best guess). The fit runs on a copy of the strategy, so later
@@ -250,7 +251,10 @@ class AddTreeStrategy(Strategy):
         if copied.resolves_locally(model):
             return None
         with torch.no_grad():
-            return model.posterior(observations.X).mean.squeeze(-1)
+            posterior = model.posterior(observations.X)
+        return Prediction(
+            posterior.mean.squeeze(-1), posterior.variance.squeeze(-1).clamp_min(0.0)
+        )
 
     def resolves_locally(self, model: AddTreeGP | None) -> bool:
         """Whether local steps apply: the objective is deterministic, declared so or

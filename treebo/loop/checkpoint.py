@@ -9,7 +9,11 @@ appended and flushed to disk as it happens:
 - ``{"trial": {...}}``: a told evaluation (written before anything else is
   done with it, so a finished evaluation survives a kill);
 - ``{"strategy_state": {...}}``: the strategy's state after a proposal (e.g.
-  the hyper-parameters its next fit starts from), written when it changed.
+  the hyper-parameters its next fit starts from), written when it changed;
+- ``{"recommendation": {...}}``: the model's recommendation (trial index, predicted
+  score and its standard deviation, and how many trials it saw), written by
+  [`TreeOptimizer.result()`][treebo.loop.optimizer.TreeOptimizer.result], so that
+  [`read_checkpoint()`][treebo.loop.checkpoint.read_checkpoint] returns the same one.
 
 Appending costs $O(1)$ per event, whatever the length of the history. Reading a journal
 keeps every complete line: a last line cut short by a kill is dropped with a warning.
@@ -52,7 +56,8 @@ from typing import Any
 
 import torch
 
-from treebo.loop.history import OptimizationResult, Trial
+from treebo.loop.history import OptimizationResult, Trial, result_of
+from treebo.loop.recommendation import Recommendation
 from treebo.space import TreeSpace
 from treebo.space.parameters import Categorical, Choice, Parameter
 
@@ -89,11 +94,15 @@ class Checkpoint:
             [`state_dict()`][treebo.strategies.base.Strategy.state_dict] as the proposal
             of the last told trial left it (a state written by a later proposal, never
             told, is dropped: the resumed run makes that proposal again).
+        recommendation: The last recommendation written for exactly these trials
+            (a [`Recommendation`][treebo.loop.recommendation.Recommendation]'s fields),
+            or ``None``.
     """
 
     identity: dict[str, Any]
     history: list[Trial]
     strategy_state: dict[str, Any]
+    recommendation: dict[str, Any] | None = None
 
 
 def space_signature(space: TreeSpace) -> dict[str, Any]:
@@ -262,6 +271,8 @@ class Journal:
         lines += [json.dumps({"trial": trial_record(space, t)}) for t in saved.history]
         if saved.strategy_state:
             lines.append(json.dumps({"strategy_state": saved.strategy_state}))
+        if saved.recommendation is not None:
+            lines.append(json.dumps({"recommendation": saved.recommendation}))
         _write_atomically(self.path, "\n".join(lines) + "\n")
         self._open_for_append()
         return saved
@@ -329,6 +340,12 @@ class Journal:
         """Append the strategy's state."""
         self._append({"strategy_state": state})
 
+    def append_recommendation(self, n_trials: int, recommended: Any) -> None:
+        """Append the model's recommendation (a
+        [`Recommendation`][treebo.loop.recommendation.Recommendation]) after
+        ``n_trials`` trials."""
+        self._append({"recommendation": {"trials": n_trials, **recommended._asdict()}})
+
     def _header(self) -> str:
         header = {"format": _FORMAT, "version": CHECKPOINT_VERSION, **self.identity}
         return json.dumps(header)
@@ -378,6 +395,7 @@ class Journal:
         # told, which the resumed run makes again from the earlier state.
         state: dict[str, Any] = {}
         latest: dict[str, Any] = {}
+        recommendation: dict[str, Any] | None = None
         for number, line in enumerate(lines[1:], start=2):
             try:
                 event = json.loads(line)
@@ -398,7 +416,11 @@ class Journal:
                 state = latest
             elif "strategy_state" in event:
                 latest = event["strategy_state"]
-        return Checkpoint(self.identity, history, state)
+            elif "recommendation" in event:
+                recommendation = event["recommendation"]
+        if recommendation is not None and recommendation.get("trials") != len(history):
+            recommendation = None  # made before the last trials were told
+        return Checkpoint(self.identity, history, state, recommendation)
 
     def _check_identity(self, saved: dict[str, Any]) -> None:
         if "fingerprint" in saved and "fingerprint" not in self.identity:
@@ -478,6 +500,13 @@ def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationRe
     [`OptimizationResult`][treebo.loop.history.OptimizationResult], read without opening
     the run (no lock, no compaction; any model settings).
 
+    Its recommendation is the one the run made
+    ([`TreeOptimizer.result()`][treebo.loop.optimizer.TreeOptimizer.result], as
+    [`minimize()`][treebo.loop.run.minimize] returned it), where the run recommended
+    after its last trial; otherwise (a run stopped early, or an ask/tell run that never
+    asked for its result) the best observation, with ``recommended_by ==
+    "observation"``.
+
     Raises:
         FileNotFoundError: If there is no file at ``path``.
         ValueError: If ``path`` is not a treebo checkpoint.
@@ -486,15 +515,9 @@ def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationRe
     header = checkpoint_header(path)
     identity = {k: v for k, v in header.items() if k not in ("format", "version")}
     identity["space"] = json.loads(json.dumps(space_signature(space)))
-    history = Journal(path, identity)._read(space).history
-    ok = [t for t in history if t.value is not None]
-    maximize = bool(header.get("maximize"))
-    better = max if maximize else min  # the first of equals
-    best = better(ok, key=lambda t: t.value) if ok else None
-    return OptimizationResult(
-        None if best is None else dict(best.params),
-        None if best is None else best.value,
-        list(history),
-        best_observed_value=None if best is None else best.value,
-        maximize=maximize,
-    )
+    saved = Journal(path, identity)._read(space)
+    recommended = None
+    if saved.recommendation is not None:
+        fields_ = {k: saved.recommendation[k] for k in Recommendation._fields}
+        recommended = Recommendation(**fields_)
+    return result_of(saved.history, bool(header.get("maximize")), recommended)

@@ -7,12 +7,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import torch
 from torch import Tensor
 
 from treebo.space import TreeSpace
+
+if TYPE_CHECKING:
+    from treebo.loop.recommendation import Recommendation
 
 #: Trial kinds written by the loop itself; strategies add their own (for the
 #: Add-Tree strategies: ``"bo"``, ``"local"``, ``"away"`` and ``"explore"``).
@@ -67,6 +70,14 @@ class OptimizationResult:
         best_observed_value: The best value observed (``None`` if every evaluation
             failed).
         maximize: Whether the run maximized.
+        best_value_sd: The posterior standard deviation of the recommendation's true
+            value where ``best_value`` is a prediction (``recommended_by ==
+            "model"``), else ``None``.
+        best_observed_params: The configuration of ``best_observed_value``.
+        recommended_by: ``"model"`` (the configuration of best posterior mean) or
+            ``"observation"`` (the best observed configuration: a deterministic
+            objective, a strategy without a model, or a checkpoint whose run stopped
+            before recommending).
     """
 
     best_params: dict[str, Any] | None
@@ -74,6 +85,34 @@ class OptimizationResult:
     history: list[Trial] = field(default_factory=list)
     best_observed_value: float | None = None
     maximize: bool = False
+    best_value_sd: float | None = None
+    best_observed_params: dict[str, Any] | None = None
+    recommended_by: str = "observation"
+
+    def describe(self) -> str:
+        """The recommendation and the best observation in words, as ``treebo run``
+        and ``treebo show`` print them.
+
+        Example:
+            >>> trials = [Trial(0, {"x": 0.5}, 1.0), Trial(1, {"x": 0.2}, 0.8)]
+            >>> print(OptimizationResult({"x": 0.2}, 0.8, trials, 0.8).describe())
+            recommended {'x': 0.2}: value 0.8 (the best observation)
+        """
+        if self.best_params is None:
+            return "no recommendation: no evaluation succeeded"
+        if self.recommended_by == "model":
+            sd = "" if self.best_value_sd is None else f" ± {self.best_value_sd:.4g}"
+            lines = [
+                f"recommended {self.best_params}: predicted value "
+                f"{self.best_value:.6g}{sd} (the model's posterior mean and sd)",
+                f"best observed {self.best_observed_params}: value "
+                f"{self.best_observed_value}",
+            ]
+            return "\n".join(lines)
+        return (
+            f"recommended {self.best_params}: value {self.best_value} "
+            "(the best observation)"
+        )
 
     @property
     def values(self) -> list[float | None]:
@@ -232,3 +271,30 @@ class History(Sequence[Trial]):
     def as_list(self) -> list[Trial]:
         """A plain list of the trials."""
         return list(self._trials)
+
+
+def result_of(
+    trials: list[Trial], maximize: bool, recommended: Recommendation | None = None
+) -> OptimizationResult:
+    """The [`OptimizationResult`][treebo.loop.history.OptimizationResult] of
+    ``trials``: the model's ``recommended`` pick (a
+    [`Recommendation`][treebo.loop.recommendation.Recommendation] of scores, which
+    grow with the objective where ``maximize``) where given, else the best
+    observation (the first of equals)."""
+    ok = [t for t in trials if t.value is not None]
+    better = max if maximize else min
+    best = better(ok, key=lambda t: t.value) if ok else None
+    result = OptimizationResult(
+        best_params=None if best is None else dict(best.params),
+        best_value=None if best is None else best.value,
+        history=list(trials),
+        best_observed_value=None if best is None else best.value,
+        maximize=maximize,
+        best_observed_params=None if best is None else dict(best.params),
+    )
+    if recommended is not None and best is not None:
+        result.best_params = dict(trials[recommended.index].params)
+        result.best_value = recommended.score if maximize else -recommended.score
+        result.best_value_sd = recommended.sd
+        result.recommended_by = "model"
+    return result

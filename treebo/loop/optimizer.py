@@ -38,7 +38,7 @@ from treebo.loop.candidates import (
 )
 from treebo.loop.checkpoint import Journal, run_identity
 from treebo.loop.design import initial_design, initial_size
-from treebo.loop.history import History, OptimizationResult, Trial
+from treebo.loop.history import History, OptimizationResult, Trial, result_of
 from treebo.loop.log import log_trial
 from treebo.loop.outcomes import parse_outcome, standardize_scores, standardized_noise
 from treebo.loop.recommendation import recommend
@@ -382,10 +382,14 @@ class TreeOptimizer:
         inferred: the fitted noise at its floor) the recommendation is the best trial
         and ``best_value`` its value. Otherwise it is the
         evaluated configuration whose posterior mean is best (as BoTorch and Ax
-        recommend: the best observed value of a noisy objective is partly luck), and
+        recommend: the best observed value of a noisy objective is partly luck),
         ``best_value`` is that posterior mean, the model's estimate of its true
-        value; ``best_observed_value`` is the best value observed either way.
-        Strategies without a model to predict with recommend the best trial.
+        value, and ``best_value_sd`` its posterior standard deviation;
+        ``recommended_by`` says which. ``best_observed_value`` and
+        ``best_observed_params`` are the best observation either way. Strategies
+        without a model to predict with recommend the best trial. With a checkpoint,
+        the recommendation is journaled:
+        [`read_checkpoint()`][treebo.loop.checkpoint.read_checkpoint] returns it too.
 
         Warns if trials were told and none succeeded (``best_params`` is then
         ``None``).
@@ -406,20 +410,9 @@ class TreeOptimizer:
             obs = self.observations()
             with manual_seed(obs.seed):  # as a proposal's fit (see ask())
                 recommended = recommend(self.strategy, obs, scores)
-        if recommended is None:
-            best_params = None if best is None else dict(best.params)
-            best_value = None if best is None else best.value
-        else:
-            index, score = recommended
-            best_params = dict(self.history[index].params)
-            best_value = score if self.maximize else -score
-        return OptimizationResult(
-            best_params=best_params,
-            best_value=best_value,
-            history=self.history.as_list(),
-            best_observed_value=None if best is None else best.value,
-            maximize=self.maximize,
-        )
+        if recommended is not None and self._journal is not None:
+            self._journal.append_recommendation(len(self.history), recommended)
+        return result_of(self.history.as_list(), self.maximize, recommended)
 
     # ----------------------------------------------------------- helpers
     def _seed_for(self, n: int) -> int:

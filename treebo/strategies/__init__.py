@@ -11,6 +11,7 @@ register them when a name is first looked up
 from treebo.strategies.base import (
     STRATEGIES,
     Observations,
+    Prediction,
     Proposal,
     Strategy,
     load_strategies,
@@ -21,6 +22,7 @@ from treebo.strategies.base import (
 __all__ = [
     "STRATEGIES",
     "Observations",
+    "Prediction",
     "Proposal",
     "Strategy",
     "load_strategies",

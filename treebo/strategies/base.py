@@ -114,6 +114,20 @@ class Proposal:
     kind: str
 
 
+@dataclass(frozen=True)
+class Prediction:
+    r"""A model's posterior of the latent scores $f(x_i)$ at evaluated configurations.
+
+    Attributes:
+        mean: ``n`` posterior means, on the scale of ``Observations.y``.
+        variance: ``n`` posterior variances of $f(x_i)$ (noise excluded: the
+            uncertainty of the true value, not of a new evaluation).
+    """
+
+    mean: Tensor
+    variance: Tensor
+
+
 class Strategy(ABC):
     """Turns the observations of a run into the next configuration to evaluate.
 
@@ -248,16 +262,17 @@ class Strategy(ABC):
         index, _ = optimize_acqf_pool(self.acquisition(observations), candidates)
         return Proposal(candidates[index], "bo")
 
-    def predict(self, observations: Observations) -> Tensor | None:
-        """The model's posterior mean of the scores at ``observations.X``.
+    def predict(self, observations: Observations) -> Prediction | None:
+        """The model's posterior of the scores at ``observations.X``.
 
-        The loop recommends the evaluated configuration of highest predicted score
-        where the objective is noisy (the best observed value is then partly luck);
-        ``None`` (the default: the strategy has no such model) recommends the best
-        observed one.
+        The loop recommends the evaluated configuration of highest posterior mean
+        where the objective is noisy (the best observed value is then partly luck) and
+        reports its posterior standard deviation; ``None`` (the default: the strategy
+        has no such model) recommends the best observed one.
 
         Returns:
-            ``n`` predicted scores on the scale of ``observations.y``, or ``None``.
+            A [`Prediction`][treebo.strategies.base.Prediction] of ``n`` scores on
+            the scale of ``observations.y``, or ``None``.
         """
         del observations
         return None
