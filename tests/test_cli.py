@@ -75,6 +75,8 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_is_summarized(workdir, cap
     shown = capsys.readouterr().out
     assert main(["show", "run.jsonl", "--space", "space.yaml"]) == 0
     assert capsys.readouterr().out == shown and result.describe() in shown
+    assert main(["show", "run.jsonl"]) == 0  # the checkpoint holds its space
+    assert capsys.readouterr().out == shown
     assert main(["plot", "run.jsonl", "--space", "space.yaml", "--out", "p.png"]) == 0
     assert (workdir / "p.png").stat().st_size > 1000
 
@@ -145,6 +147,12 @@ def test_user_mistakes_are_one_line_with_exit_status_2(workdir, capsys):
     assert err.count("\n") == 1 and "bad.yaml: parameter 'a': log" in err
     assert main(["summary", "nothing.jsonl", "--space", "space.yaml"]) == 2
     assert "checkpoint nothing.jsonl not found" in capsys.readouterr().err
+
+
+def test_the_demo_help_names_its_command(capsys):
+    with pytest.raises(SystemExit):
+        main(["demo", "--help"])
+    assert capsys.readouterr().out.startswith("usage: treebo demo")
 
 
 @pytest.mark.filterwarnings("ignore:treebo. none of the 2 evaluations")

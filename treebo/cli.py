@@ -4,8 +4,8 @@
 
     treebo run my_module:objective --space space.yaml --budget 50 \\
         --checkpoint run.jsonl --seed 0 --workers 4
-    treebo summary run.jsonl --space space.yaml    # or: treebo show
-    treebo plot run.jsonl --space space.yaml --out run.png
+    treebo summary run.jsonl    # or: treebo show (the checkpoint holds the space)
+    treebo plot run.jsonl --out run.png
     treebo demo
 
 ``run`` resumes from its checkpoint when the same command is given again (a larger
@@ -110,9 +110,8 @@ def _noise(text: str) -> str | float:
 def _summary(args: argparse.Namespace) -> int:
     from treebo.loop.checkpoint import read_checkpoint
     from treebo.plot import path_label
-    from treebo.space.spec import load_space
 
-    space = load_space(args.space)
+    space = _checkpoint_space(args)
     result = read_checkpoint(args.checkpoint, space)
     failed = sum(t.value is None for t in result.history)
     print(f"{len(result.history)} evaluations ({failed} failed)")
@@ -124,6 +123,16 @@ def _summary(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checkpoint_space(args: argparse.Namespace):
+    """``--space`` where given, else the space the checkpoint holds."""
+    from treebo.loop.checkpoint import checkpoint_space
+    from treebo.space.spec import load_space
+
+    if args.space is not None:
+        return load_space(args.space)
+    return checkpoint_space(args.checkpoint)
+
+
 def _plot(args: argparse.Namespace) -> int:
     import matplotlib
 
@@ -132,9 +141,8 @@ def _plot(args: argparse.Namespace) -> int:
 
     from treebo.loop.checkpoint import read_checkpoint
     from treebo.plot import plot_best_so_far, plot_paths, plot_tree
-    from treebo.space.spec import load_space
 
-    space = load_space(args.space)
+    space = _checkpoint_space(args)
     result = read_checkpoint(args.checkpoint, space)
     fig = plt.figure(figsize=(12, 8))
     grid = fig.add_gridspec(2, 2)
@@ -206,7 +214,10 @@ def parser() -> argparse.ArgumentParser:
         sub = commands.add_parser(name, aliases=aliases, help=text)
         sub.add_argument("checkpoint", help="the run's checkpoint file")
         sub.add_argument(
-            "--space", required=True, help="the run's space: file or module:attribute"
+            "--space",
+            default=None,
+            help="the run's space: file or module:attribute (default: the one the "
+            "checkpoint holds)",
         )
         if name == "plot":
             sub.add_argument(
@@ -235,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "demo":
         from treebo.demo import main as demo
 
-        demo(argv[1:])
+        demo(argv[1:], prog="treebo demo")
         return 0
     args = parser().parse_args(argv)
     try:

@@ -21,8 +21,10 @@ from treebo import minimize  # noqa: E402
 from treebo.test_functions import Jenatton  # noqa: E402
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, prog: str = "python -m treebo.demo") -> None:
+    """Run the demo with command-line arguments ``argv`` (``prog`` names the command
+    in ``--help``)."""
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(

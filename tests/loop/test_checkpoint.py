@@ -160,6 +160,20 @@ def test_a_checkpoint_of_other_settings_is_refused(tmp_path, change, named):
     TreeOptimizer(problem.space, seed=0, checkpoint=path)  # the same run is fine
 
 
+def test_another_bound_is_named_by_its_parameter_in_its_units(tmp_path):
+    from treebo.space import Integer, Real, TreeSpace, Vertex
+
+    def space(high):
+        return TreeSpace(Vertex([Real("C", 1e-2, high, log_scale=True),
+                                 Integer("n", 1, 9)]))  # fmt: skip
+
+    path = tmp_path / "run.jsonl"
+    TreeOptimizer(space(100), seed=0, checkpoint=path).close()
+    named = "C: high 100 in the checkpoint, 1000 in this run"
+    with pytest.raises(CheckpointMismatchError, match=named):
+        TreeOptimizer(space(1000), seed=0, checkpoint=path)
+
+
 def test_a_checkpoint_of_another_space_or_not_a_checkpoint_is_refused(tmp_path):
     path = tmp_path / "run.json"
     problem = Jenatton()

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from treebo.space import ConfigurationError, Integer, Real
-from treebo.space.spec import load_space, space_from_dict
+from treebo.space.spec import load_space, space_from_dict, space_to_dict
 
 
 def test_a_spec_builds_the_tree_it_describes(tmp_path):
@@ -43,12 +43,39 @@ def test_a_spec_builds_the_tree_it_describes(tmp_path):
         ({"params": [{"name": "a", "type": "real", "low": 0, "high": 1, "lg": 1}]},
          "'a'.*unknown keys"),
         ({"choices": {"m": []}}, "choice 'm'"),
-        ({"parms": []}, "root"),
+        ({"parms": [], "params": []}, r"root: unknown keys \['parms'\]"),
     ],
 )  # fmt: skip
 def test_malformed_specs_name_the_culprit(spec, message):
     with pytest.raises(ConfigurationError, match=message):
         space_from_dict(spec)
+
+
+def test_a_typo_names_the_key_not_the_whole_file():
+    spec = {"parms": [{"name": f"p{i}", "type": "real", "low": 0, "high": 1}
+                      for i in range(50)]}  # fmt: skip
+    with pytest.raises(ConfigurationError) as info:
+        space_from_dict(spec)
+    assert "parms" in str(info.value) and "p49" not in str(info.value)
+
+
+def test_a_space_round_trips_through_its_spec():
+    from treebo.test_functions import Jenatton
+    from treebo.test_functions.model_selection import model_selection_space
+
+    for space in (Jenatton().space, model_selection_space()):
+        spec = space_to_dict(space)
+        assert json.loads(json.dumps(spec)) == spec
+        again = space_from_dict(spec)
+        assert again.parameter_names == space.parameter_names
+        assert again.root == space.root
+    assert isinstance(space_to_dict(Jenatton().space)["choices"]["x1"], list)  # 0, 1
+    # A label JSON cannot hold (a tuple): no spec, rather than a wrong one.
+    from treebo.space import Choice, TreeSpace, Vertex
+
+    leaf = Vertex([Real("x", 0, 1)])
+    odd = TreeSpace(Vertex(choices=[Choice("c", {(1, 2): leaf, "b": Vertex()})]))
+    assert space_to_dict(odd) is None
 
 
 def test_the_documented_yaml_example_loads(tmp_path):

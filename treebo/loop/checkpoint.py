@@ -3,8 +3,10 @@
 The first line of the file is a header with the run's identity (space, model,
 options, seed, direction, initial design size, noise, and the fingerprint of what
 the run evaluates: the objective and candidate pool of a
-[`minimize()`][treebo.loop.run.minimize] run); every later line is one event,
-appended and flushed to disk as it happens:
+[`minimize()`][treebo.loop.run.minimize] run) and the space itself
+([`space_to_dict()`][treebo.space.spec.space_to_dict], where its labels fit JSON), so
+that a checkpoint reads without its space; every later line is one event, appended and
+flushed to disk as it happens:
 
 - ``{"trial": {...}}``: a told evaluation (written before anything else is
   done with it, so a finished evaluation survives a kill);
@@ -48,6 +50,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import warnings
 import weakref
 from dataclasses import dataclass, fields
@@ -60,6 +63,7 @@ from treebo.loop.history import OptimizationResult, Trial, result_of
 from treebo.loop.recommendation import Recommendation
 from treebo.space import TreeSpace
 from treebo.space.parameters import Categorical, Choice, Parameter
+from treebo.space.spec import space_from_dict, space_to_dict
 
 #: The journal format; 4: the options of the strategies as of treebo 0.1
 #: (family folders; ``model`` takes a strategy's options).
@@ -263,11 +267,11 @@ class Journal:
         if not self.path.exists() or self.path.stat().st_size == 0:
             # Write the header now, so that the first trial is a plain append.
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            _write_atomically(self.path, self._header() + "\n")
+            _write_atomically(self.path, self._header(space) + "\n")
             self._open_for_append()
             return None
         saved = self._read(space)
-        lines = [self._header()]
+        lines = [self._header(space)]
         lines += [json.dumps({"trial": trial_record(space, t)}) for t in saved.history]
         if saved.strategy_state:
             lines.append(json.dumps({"strategy_state": saved.strategy_state}))
@@ -346,8 +350,11 @@ class Journal:
         ``n_trials`` trials."""
         self._append({"recommendation": {"trials": n_trials, **recommended._asdict()}})
 
-    def _header(self) -> str:
+    def _header(self, space: TreeSpace) -> str:
         header = {"format": _FORMAT, "version": CHECKPOINT_VERSION, **self.identity}
+        spec = space_to_dict(space)  # not part of the identity: read_checkpoint's
+        if spec is not None:
+            header["space_spec"] = spec
         return json.dumps(header)
 
     def _append(self, event: dict[str, Any]) -> None:
@@ -388,7 +395,7 @@ class Journal:
                 "options changed). Start the run with another checkpoint path; "
                 "its trials can still be read with json from the file's lines."
             )
-        self._check_identity(first)
+        self._check_identity(first, space)
         history: list[Trial] = []
         # The state to resume from is the one the last told trial's proposal
         # left: a state written after it belongs to a proposal that was never
@@ -422,7 +429,7 @@ class Journal:
             recommendation = None  # made before the last trials were told
         return Checkpoint(self.identity, history, state, recommendation)
 
-    def _check_identity(self, saved: dict[str, Any]) -> None:
+    def _check_identity(self, saved: dict[str, Any], space: TreeSpace) -> None:
         if "fingerprint" in saved and "fingerprint" not in self.identity:
             # An ask/tell optimizer opening a minimize() run's journal keeps its
             # fingerprint (the compacted header must not lose it).
@@ -430,13 +437,13 @@ class Journal:
         differs = [key for key in self.identity if saved.get(key) != self.identity[key]]
         if differs:
             details = "; ".join(
-                f"{where}: checkpoint {_short(old)}, this run {_short(new)}"
-                for key in differs
-                for where, old, new in [
+                _in_words(
                     _first_difference(
                         saved.get(key), self.identity[key], LABELS.get(key, key)
-                    )
-                ]
+                    ),
+                    space,
+                )
+                for key in differs
             )
             raise CheckpointMismatchError(
                 f"checkpoint {self.path} was written by a run with other settings "
@@ -469,6 +476,22 @@ def _first_difference(old: Any, new: Any, where: str) -> tuple[str, Any, Any]:
     return where, old, new
 
 
+def _in_words(difference: tuple[str, Any, Any], space: TreeSpace) -> str:
+    """A difference of :func:`_first_difference` as a message names it: a bound of
+    the space by its parameter and in its units (``C: high 100 in the checkpoint,
+    1000 in this run``), anything else by its place in the run's identity."""
+    where, old, new = difference
+    bound = re.fullmatch(r"space\.bounds\[([01])\]\[(\d+)\]", where)
+    if bound is not None and isinstance(old, (int, float)):
+        name = space.parameter_names[int(bound[2])]
+        param = space.columns[name].param
+        side = ("low", "high")[int(bound[1])]
+        log = getattr(param, "log_scale", False)
+        old, new = (10.0**old, 10.0**new) if log else (old, new)
+        return f"{name}: {side} {old:g} in the checkpoint, {new:g} in this run"
+    return f"{where}: checkpoint {_short(old)}, this run {_short(new)}"
+
+
 def _short(value: Any, limit: int = 120) -> str:
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -495,7 +518,26 @@ def checkpoint_header(path: str | os.PathLike) -> dict[str, Any]:
     return header
 
 
-def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationResult:
+def checkpoint_space(path: str | os.PathLike) -> TreeSpace:
+    """The space a checkpoint holds in its header.
+
+    Raises:
+        FileNotFoundError: If there is no file at ``path``.
+        ValueError: If ``path`` is not a treebo checkpoint, or it does not hold its
+            space (labels that JSON cannot hold: give the space).
+    """
+    spec = checkpoint_header(path).get("space_spec")
+    if spec is None:
+        raise ValueError(
+            f"checkpoint {path} does not hold its space (its labels are not JSON "
+            "strings or numbers); give the run's space."
+        )
+    return space_from_dict(spec)
+
+
+def read_checkpoint(
+    path: str | os.PathLike, space: TreeSpace | None = None
+) -> OptimizationResult:
     """The trials of a checkpoint as an
     [`OptimizationResult`][treebo.loop.history.OptimizationResult], read without opening
     the run (no lock, no compaction; any model settings).
@@ -507,12 +549,20 @@ def read_checkpoint(path: str | os.PathLike, space: TreeSpace) -> OptimizationRe
     asked for its result) the best observation, with ``recommended_by ==
     "observation"``.
 
+    Args:
+        path: The checkpoint file.
+        space: The run's space; default: the one the checkpoint holds
+            ([`checkpoint_space()`][treebo.loop.checkpoint.checkpoint_space]).
+
     Raises:
         FileNotFoundError: If there is no file at ``path``.
-        ValueError: If ``path`` is not a treebo checkpoint.
+        ValueError: If ``path`` is not a treebo checkpoint, or ``space`` is not given
+            and the checkpoint does not hold its space.
         CheckpointMismatchError: If the checkpoint is of another space.
     """
     header = checkpoint_header(path)
+    if space is None:
+        space = checkpoint_space(path)
     identity = {k: v for k, v in header.items() if k not in ("format", "version")}
     identity["space"] = json.loads(json.dumps(space_signature(space)))
     saved = Journal(path, identity)._read(space)

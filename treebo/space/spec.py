@@ -3,7 +3,8 @@
 The file holds the root vertex. A vertex is a mapping with optional
 ``params`` (a list) and ``choices`` (a mapping from a choice's name to its
 options, each option's label mapped to the vertex it leads to; ``{}`` or
-``null`` for an option that owns nothing). A parameter is a mapping with a
+``null`` for an option that owns nothing; labels that are not strings, as JSON
+writes them: a list of ``[label, vertex]`` pairs). A parameter is a mapping with a
 ``name`` and a ``type``:
 
 =================  ===========================================================
@@ -108,13 +109,21 @@ def _flag(value: Any, name: str, key: str) -> bool:
 def _vertex(spec: Any, where: str) -> Vertex:
     if spec is None:
         return Vertex()
-    if not isinstance(spec, Mapping) or set(spec) - {"params", "choices"}:
+    if not isinstance(spec, Mapping):
         raise ConfigurationError(
-            f"{where}: a vertex is a mapping with 'params' and 'choices', got {spec!r}."
+            f"{where}: a vertex is a mapping with 'params' and 'choices', got a "
+            f"{type(spec).__name__}."
+        )
+    unknown = sorted(map(str, set(spec) - {"params", "choices"}))
+    if unknown:
+        raise ConfigurationError(
+            f"{where}: unknown keys {unknown} (a vertex takes 'params' and 'choices')."
         )
     params = [_parameter(p, where) for p in spec.get("params") or []]
     choices = []
     for name, options in (spec.get("choices") or {}).items():
+        if _is_pairs(options):
+            options = dict(options)
         if not isinstance(options, Mapping) or not options:
             raise ConfigurationError(
                 f"choice {name!r}: options must map each label to a vertex."
@@ -126,6 +135,75 @@ def _vertex(spec: Any, where: str) -> Vertex:
             )
         )
     return Vertex(params, choices)
+
+
+def space_to_dict(space: TreeSpace) -> dict[str, Any] | None:
+    """The spec of ``space`` that
+    [`space_from_dict()`][treebo.space.spec.space_from_dict] reads back, as JSON data;
+    ``None`` where a label is not a JSON scalar (a string, number, bool or null) and
+    could not survive the round trip.
+
+    Example:
+        >>> spec = {"params": [{"name": "x", "type": "real", "low": 0, "high": 1}]}
+        >>> space_to_dict(space_from_dict(spec))
+        {'params': [{'name': 'x', 'type': 'real', 'low': 0, 'high': 1}]}
+    """
+    try:
+        spec = _vertex_spec(space.root)
+    except TypeError:  # a label JSON cannot hold
+        return None
+    return spec if json.loads(json.dumps(spec)) == spec else None
+
+
+def _vertex_spec(vertex: Vertex) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if vertex.params:
+        spec["params"] = [_parameter_spec(p) for p in vertex.params]
+    if vertex.choices:
+        spec["choices"] = {c.name: _options_spec(c) for c in vertex.choices}
+    return spec
+
+
+def _options_spec(choice: Choice) -> dict[str, Any] | list[list[Any]]:
+    """A choice's options: a mapping where every label is a string, else a list of
+    ``[label, vertex]`` pairs (JSON's keys are strings)."""
+    if all(isinstance(x, str) for x in choice.options):
+        return {x: _vertex_spec(v) for x, v in choice.options.items()}
+    return [[_label(x), _vertex_spec(v)] for x, v in choice.options.items()]
+
+
+def _parameter_spec(param: Real | Integer | Categorical) -> dict[str, Any]:
+    if isinstance(param, Categorical):
+        spec = {"name": param.name, "type": "categorical"}
+        spec["values"] = [_label(x) for x in param.values]
+        return {**spec, "ordered": True} if param.ordered else spec
+    low, high = (
+        (param.lower, param.upper)
+        if isinstance(param, Real)
+        else (
+            param.low,
+            param.high,
+        )
+    )
+    kind = "real" if isinstance(param, Real) else "integer"
+    spec = {"name": param.name, "type": kind, "low": low, "high": high}
+    return {**spec, "log": True} if param.log_scale else spec
+
+
+def _label(label: Any) -> Any:
+    """A label as JSON holds it (a scalar), or ``TypeError``."""
+    if label is None or isinstance(label, (str, bool, int, float)):
+        return label
+    raise TypeError(label)
+
+
+def _is_pairs(options: Any) -> bool:
+    """Whether ``options`` is a non-empty list of ``[label, vertex]`` pairs."""
+    return (
+        isinstance(options, list)
+        and bool(options)
+        and all(isinstance(p, list) and len(p) == 2 for p in options)
+    )
 
 
 def space_from_dict(spec: Mapping[str, Any]) -> TreeSpace:
