@@ -94,8 +94,9 @@ def test_the_plain_addtree_loop_scores_the_pool_and_repeats_from_its_seed():
     assert len(set(record["rows"])) == 12
     # HPO-B's 5 rows, topped up to 10 random ones, then 2 proposals.
     assert record["rows"][:5] == hpob.initial_rows(task, 2)
-    assert hpob.run_task(task, "addtree_logei", seed=2, budget=12)["rows"] == (
-        record["rows"]
+    assert (
+        hpob.run_task(task, "addtree_logei", seed=2, budget=12)["rows"]
+        == (record["rows"])
     )
 
 
