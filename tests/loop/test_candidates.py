@@ -197,9 +197,48 @@ def test_repeated_rows_are_dropped_before_the_budget_is_checked():
     problem = Jenatton()
     configs = problem.space.to_dicts(problem.space.sample(4, seed=3))
     pool = [*configs, configs[1], configs[3]]
-    with pytest.warns(UserWarning, match=r"2 rows repeat.*row 4, a repeat of row 1"):
+    with pytest.warns(UserWarning, match=r"2 rows repeat.*row 4 \(= row 1\)"):
         encoded_pool = encode_candidates(problem.space, pool)
     assert torch.equal(encoded_pool, problem.space.to_tensor(configs))
     with pytest.warns(UserWarning, match="repeat"):
         with pytest.raises(ValueError, match=r"budget \(5\) exceeds the 4"):
             minimize(problem.objective, problem.space, budget=5, candidates=pool)
+
+
+def test_rows_a_round_off_apart_are_merged_before_any_evaluation(tmp_path):
+    """Rows 1e-9 apart are one configuration to the loop: merged up front (with the
+    rows named), not a crash after six of seven evaluations."""
+    problem = Jenatton()
+    pool = problem.space.sample(6, seed=3)
+    near = pool[2:3] + 1e-9 * problem.space.column_activity(pool[2:3])
+    pool = torch.cat([pool, near])
+    calls = []
+
+    def objective(params):
+        calls.append(params)
+        return problem.objective(params)
+
+    with pytest.warns(UserWarning, match=r"1 rows repeat.*row 6 \(= row 2\)"):
+        with pytest.raises(ValueError, match=r"budget \(7\) exceeds the 6"):
+            minimize(objective, problem.space, budget=7, candidates=pool)
+    assert not calls
+    with pytest.warns(UserWarning, match="row 6"):
+        result = minimize(objective, problem.space, budget=6, seed=0, candidates=pool,
+                          checkpoint=tmp_path / "run.jsonl")  # fmt: skip
+    assert len(result.history) == 6 and len(calls) == 6
+
+
+def test_repeated_rows_match_a_brute_force_reference():
+    from treebo.loop.candidates import repeated_rows
+
+    generator = torch.Generator().manual_seed(0)
+    pool = torch.rand(300, 4, dtype=torch.float64, generator=generator)
+    pool[10] = pool[3] + 1e-9  # near repeats
+    pool[20] = pool[3]  # an exact one
+    pool[40] = pool[7] - 5e-7
+    pool = torch.cat([pool, pool[:25]])  # many exact ones
+    width = torch.ones(4, dtype=torch.float64)
+    gap = torch.cdist(pool, pool, p=float("inf"))
+    earlier = (gap <= 1e-6) & torch.ones_like(gap, dtype=torch.bool).tril(-1)
+    reference = torch.where(earlier.any(-1), earlier.int().argmax(-1), -1)
+    torch.testing.assert_close(repeated_rows(pool, width, 1e-6), reference)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from benchmarks.fault_injection import killed_run
 from tests.loop.journal import read_journal
@@ -294,6 +295,18 @@ def test_an_edited_objective_or_another_pool_does_not_resume_a_run(tmp_path):
     with pytest.raises(CheckpointMismatchError, match="fingerprint.candidates"):
         minimize(_objective_v1, problem.space, budget=3, seed=0, checkpoint=pooled,
                  candidates=pool[:19])  # fmt: skip
+
+
+def test_a_pool_in_another_row_order_resumes_its_run(tmp_path):
+    problem = Jenatton()
+    pool = problem.space.sample(20, seed=1)
+    path = tmp_path / "run.jsonl"
+    minimize(_objective_v1, problem.space, budget=2, seed=0, checkpoint=path,
+             candidates=pool)  # fmt: skip
+    shuffled = pool[torch.randperm(20, generator=torch.Generator().manual_seed(0))]
+    result = minimize(_objective_v1, problem.space, budget=3, seed=0,
+                      checkpoint=path, candidates=shuffled)  # fmt: skip
+    assert len(result.history) == 3
 
 
 def test_a_variant_strategys_checkpoint_does_not_resume_under_the_registered_one(

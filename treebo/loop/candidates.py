@@ -38,8 +38,11 @@ def encode_candidates(
 ) -> Tensor:
     """A pool of configurations as ``m x d`` canonical encodings (float64, CPU).
 
-    Rows that repeat an earlier row are dropped with a warning (each configuration is
-    evaluated at most once).
+    Rows that repeat an earlier row, also to within round-off
+    ([`SAME_CONFIGURATION_TOL`][treebo.loop.candidates.SAME_CONFIGURATION_TOL] of each
+    column's range, the tolerance by which the loop matches evaluated rows), are
+    dropped with a warning that names them (each configuration is evaluated at most
+    once).
 
     Args:
         space: The search space.
@@ -86,7 +89,7 @@ def encode_candidates(
             raise
     if pool.shape[0] == 0:
         raise ValueError("candidates is empty.")
-    return _without_repeats(pool)
+    return _without_repeats(pool, space.bounds[1] - space.bounds[0])
 
 
 def _records(candidates: Any) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -138,26 +141,91 @@ def _checked_encoding(space: TreeSpace, candidates: Tensor) -> Tensor:
     return canonical
 
 
-def _without_repeats(pool: Tensor) -> Tensor:
-    """``pool`` without the rows that repeat an earlier one (order kept)."""
-    unique, inverse = torch.unique(pool, dim=0, return_inverse=True)
-    if unique.shape[0] == pool.shape[0]:
+def _without_repeats(pool: Tensor, width: Tensor) -> Tensor:
+    """``pool`` without the rows within ``SAME_CONFIGURATION_TOL`` of an earlier row
+    (order kept)."""
+    repeats = repeated_rows(pool, width, SAME_CONFIGURATION_TOL)
+    if not bool((repeats >= 0).any()):
         return pool
-    index = torch.arange(pool.shape[0])
-    first = torch.full((unique.shape[0],), pool.shape[0]).scatter_reduce(
-        0, inverse, index, reduce="amin"
+    dropped = (repeats >= 0).nonzero().squeeze(-1)
+    named = ", ".join(
+        f"row {int(i)} (= row {int(repeats[i])})" for i in dropped[:5].tolist()
     )
-    keep = torch.zeros(pool.shape[0], dtype=torch.bool)
-    keep[first] = True
-    repeat = int((~keep).nonzero()[0])
+    more = f" and {dropped.numel() - 5} more" if dropped.numel() > 5 else ""
     warnings.warn(
-        f"candidates: {int((~keep).sum())} rows repeat an earlier row (the first: row "
-        f"{repeat}, a repeat of row {int(first[inverse[repeat]])}); they are dropped "
+        f"candidates: {dropped.numel()} rows repeat an earlier row to within "
+        f"{SAME_CONFIGURATION_TOL:g} of each range: {named}{more}; they are dropped "
         "(each configuration is evaluated at most once).",
         UserWarning,
         stacklevel=3,
     )
-    return pool[keep]
+    return pool[repeats < 0]
+
+
+def repeated_rows(pool: Tensor, width: Tensor, tol: float) -> Tensor:
+    r"""For each row of ``pool``, the earlier row it is merged into, or -1: the first
+    earlier row it repeats to within ``tol`` of each column's ``width``
+    ($\max_k |x_{ik} - x_{jk}| / w_k \le$ ``tol``), followed through chains (where
+    c repeats b and b repeats a, both are merged into a).
+
+    The rows are sorted by a random positive projection $p = \sum_k a_k x_k / w_k$
+    ($a_k \in [1, 2]$, fixed): two rows that repeat each other are at most
+    $t \sum_k a_k$ apart in $p$, so only neighbours within that window in the sorted
+    order are compared, a window that holds a handful of rows for any pool that is
+    not made of near-repeats. Cost $O(m \log m + m d w)$ for ``m`` rows and window
+    size $w$, against $O(m^2 d)$ for all pairs.
+
+    Args:
+        pool: ``m x d`` configurations.
+        width: ``d`` column widths.
+        tol: Largest gap, as a fraction of each width, that counts as equal.
+
+    Returns:
+        ``m`` row indices (``long``), -1 where a row repeats no earlier one.
+
+    Example:
+        >>> import torch
+        >>> pool = torch.tensor([[0.0, 1.0], [0.5, 0.5], [1e-9, 1.0]])
+        >>> repeated_rows(pool, torch.ones(2), 1e-6).tolist()
+        [-1, -1, 0]
+    """
+    m = pool.shape[0]
+    arange = torch.arange(m, device=pool.device)
+    # Exact repeats first (a pool may hold many copies of a row).
+    _, inverse = torch.unique(pool, dim=0, return_inverse=True)
+    exact = torch.full((m,), m, device=pool.device).scatter_reduce(
+        0, inverse, arange, reduce="amin"
+    )[inverse]
+    distinct = (exact == arange).nonzero().squeeze(-1)
+    z = pool[distinct] / width.to(pool).clamp_min(torch.finfo(pool.dtype).tiny)
+    weights = torch.rand(pool.shape[-1], generator=torch.Generator().manual_seed(0))
+    weights = (1.0 + weights).to(pool)
+    projection = z @ weights
+    order = projection.argsort()
+    z, projection = z[order], projection[order]
+    window = tol * float(weights.sum()) * (1 + 1e-9)
+    n = distinct.numel()
+    first = torch.arange(n, device=pool.device)
+    offset = 1
+    # One pass per offset in the sorted order, while some pair is that close in p.
+    while offset < n and bool(
+        (projection[offset:] - projection[:-offset]).min() <= window
+    ):
+        same = (z[offset:] - z[:-offset]).abs().amax(-1) <= tol
+        a, b = order[:-offset][same], order[offset:][same]
+        # The earlier of the two (in the pool's order) is the one kept.
+        first.scatter_reduce_(0, torch.maximum(a, b), torch.minimum(a, b), "amin")
+        offset += 1
+    while True:  # follow chains (c repeats b repeats a) to the first row
+        earlier = first[first]
+        if torch.equal(earlier, first):
+            break
+        first = earlier
+    near = distinct[first]  # each distinct row's first near-repeat, as a pool row
+    kept = torch.full((m,), -1, dtype=torch.long, device=pool.device)
+    kept[distinct] = near
+    first_row = kept[exact]
+    return torch.where(first_row == arange, -1, first_row)
 
 
 def fresh_candidates(space: TreeSpace, pool: Tensor, seen: Tensor) -> Tensor:

@@ -57,6 +57,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from treebo.loop.history import OptimizationResult, Trial, result_of
@@ -182,8 +183,10 @@ def objective_fingerprint(objective: Any) -> dict[str, str]:
 
 
 def pool_fingerprint(pool: Any) -> str:
-    """A hash of a candidate pool's ``m x d`` encoding (shape and values)."""
-    array = pool.detach().to("cpu", dtype=torch.float64).contiguous().numpy()
+    """A hash of a candidate pool's ``m x d`` encoding (shape and values), whatever
+    the order of its rows (a pool read back in another order is the same pool)."""
+    array = pool.detach().to("cpu", dtype=torch.float64).numpy()
+    array = np.ascontiguousarray(array[np.lexsort(array.T[::-1])])
     return _sha256(repr(array.shape).encode() + array.tobytes())[:16]
 
 
