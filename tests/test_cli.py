@@ -78,7 +78,8 @@ def test_a_killed_run_resumes_from_its_checkpoint_and_is_summarized(workdir, cap
     assert main(["show", "run.jsonl"]) == 0  # the checkpoint holds its space
     assert capsys.readouterr().out == shown
     assert main(["plot", "run.jsonl", "--space", "space.yaml", "--out", "p.png"]) == 0
-    assert (workdir / "p.png").stat().st_size > 1000
+    for name in ("p.png", "p_slice.png", "p_importances.png"):
+        assert (workdir / name).stat().st_size > 1000
 
 
 def test_bad_paths_are_named_with_exit_status_2(workdir, capsys):

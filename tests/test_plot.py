@@ -160,3 +160,58 @@ def test_slice_importances_and_contour_draw_what_the_run_saw():
     other = next(n for n in ("x4", "x5", "x6", "x7") if n not in best)
     with pytest.raises(ValueError, match="not active in the recommended"):
         plot_contour(result, problem.space, shared, other)
+
+
+def wide_run(n=80):
+    """A run over the 36-path model-selection space (27 parameters, integers and
+    categoricals among them), its values made up."""
+    from treebo.test_functions.model_selection import model_selection_space
+
+    space = model_selection_space()
+    configs = space.to_dicts(space.sample(n, seed=0))
+    rng = np.random.default_rng(0)
+    trials = [Trial(i, c, float(rng.random())) for i, c in enumerate(configs)]
+    best = min(trials, key=lambda t: t.value)
+    return space, OptimizationResult(best.params, best.value, trials)
+
+
+def boxes_overlap(a, b) -> bool:
+    return not (a.x1 <= b.x0 or b.x1 <= a.x0 or a.y1 <= b.y0 or b.y1 <= a.y0)
+
+
+def test_every_plot_reads_at_tens_of_paths_and_with_integers():
+    space, result = wide_run()
+    assert space.num_paths >= 27
+    fig = plot_trials(result, space)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    legend = ax.get_legend()
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert len(labels) <= 9 and labels[-1].endswith("other paths")  # top 8 + rest
+    renderer = fig.canvas.get_renderer()
+    outside = legend.get_window_extent(renderer)
+    assert outside.x0 >= ax.get_window_extent(renderer).x1  # never over the data
+    ax = plot_paths(result, space).axes[0]
+    assert len(ax.patches) <= 9
+    assert sum(p.get_width() for p in ax.patches) == len(result.history)
+    fig = plot_tree(result, space)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_bbox_patch().get_window_extent(renderer) for t in fig.axes[0].texts]
+    assert len(boxes) == space.tree.num_vertices
+    whole = fig.bbox
+    for i, a in enumerate(boxes):  # inside the figure, none over another
+        assert a.x0 >= whole.x0 and a.x1 <= whole.x1
+        assert a.y0 >= whole.y0 and a.y1 <= whole.y1
+        assert not any(boxes_overlap(a, b) for b in boxes[i + 1 :])
+    fig = plot_slice(result, space)  # integers and categoricals too
+    assert len([ax for ax in fig.axes if ax.axison]) == len(space.parameter_names)
+    best = result.best_params
+    numeric = [n for n in best if space.columns[n].role in ("real", "integer")]
+    integer = next(n for n in numeric if space.columns[n].role == "integer")
+    other = next(n for n in numeric if n != integer)
+    fig = plot_contour(result, space, integer, other, resolution=6)
+    assert fig.axes[0].get_xlabel() == integer
+    plot_importances(result, space)
+    plot_timing(result)
+    plot_best_so_far({"run": result})

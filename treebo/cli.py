@@ -140,7 +140,13 @@ def _plot(args: argparse.Namespace) -> int:
     import matplotlib.pyplot as plt
 
     from treebo.loop.checkpoint import read_checkpoint
-    from treebo.plot import plot_best_so_far, plot_paths, plot_tree
+    from treebo.plot import (
+        plot_best_so_far,
+        plot_importances,
+        plot_paths,
+        plot_slice,
+        plot_tree,
+    )
 
     space = _checkpoint_space(args)
     result = read_checkpoint(args.checkpoint, space)
@@ -151,7 +157,16 @@ def _plot(args: argparse.Namespace) -> int:
     plot_tree(result, space, ax=fig.add_subplot(grid[1, :]))
     fig.tight_layout()
     fig.savefig(args.out)
-    print(f"wrote {args.out}")
+    written = [args.out]
+    stem, suffix = os.path.splitext(args.out)
+    plot_slice(result, space).savefig(f"{stem}_slice{suffix}")
+    written.append(f"{stem}_slice{suffix}")
+    try:
+        plot_importances(result, space).savefig(f"{stem}_importances{suffix}")
+        written.append(f"{stem}_importances{suffix}")
+    except ValueError as err:  # fewer than 3 successes: no model to read
+        print(f"treebo: no importance plot: {err}", file=sys.stderr)
+    print("wrote " + ", ".join(written))
     return 0
 
 
@@ -209,7 +224,13 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_run)
     for name, aliases, handler, text in (
         ("summary", ["show"], _summary, "print a checkpoint's best and paths"),
-        ("plot", [], _plot, "plot a checkpoint's best value, paths and tree"),
+        (
+            "plot",
+            [],
+            _plot,
+            "plot a checkpoint's best value, paths and tree (OUT), a slice per "
+            "parameter (OUT_slice) and the vertices' importances (OUT_importances)",
+        ),
     ):
         sub = commands.add_parser(name, aliases=aliases, help=text)
         sub.add_argument("checkpoint", help="the run's checkpoint file")

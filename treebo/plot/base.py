@@ -3,6 +3,7 @@ path labels."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -10,6 +11,11 @@ from treebo.loop.history import OptimizationResult
 from treebo.space import TreeSpace
 
 Runs = OptimizationResult | Sequence[OptimizationResult]
+
+#: Paths drawn in colour and named in legends; the rest share one grey entry.
+MAX_PATHS_SHOWN = 8
+#: The grey of the paths beyond ``MAX_PATHS_SHOWN``.
+OTHER_COLOUR = "0.7"
 
 
 def pyplot() -> Any:
@@ -54,3 +60,45 @@ def path_label(space: TreeSpace, params: Mapping[str, Any]) -> str:
     names = [n for n in space.parameter_names if space.columns[n].role == "choice"]
     parts = [f"{n}={params[n]}" for n in names if n in params]
     return ", ".join(parts) if parts else "(root)"
+
+
+def path_colours(labels: Sequence[str]) -> dict[str, str]:
+    """A colour for each path label: the ``MAX_PATHS_SHOWN`` most frequent in
+    ``labels`` get their own (most frequent first, ties in order of appearance), every
+    other path [`OTHER_COLOUR`][treebo.plot.base.OTHER_COLOUR].
+
+    Example:
+        >>> path_colours(["a", "b", "b"])
+        {'b': 'C0', 'a': 'C1'}
+    """
+    counts = Counter(labels)
+    order = sorted(counts, key=lambda k: -counts[k])  # stable: first seen first
+    return {k: f"C{i % 10}" if i < MAX_PATHS_SHOWN else OTHER_COLOUR
+            for i, k in enumerate(order)}  # fmt: skip
+
+
+def path_legend_label(label: str, colours: Mapping[str, str]) -> str:
+    """``label``, or for a grey path the shared entry ``"K other paths"``."""
+    if colours.get(label) != OTHER_COLOUR:
+        return label
+    hidden = sum(c == OTHER_COLOUR for c in colours.values())
+    return f"{hidden} other path" + ("s" if hidden > 1 else "")
+
+
+def legend_outside(ax: Any, **kwargs: Any) -> Any:
+    """A legend to the right of ``ax``, outside it (it never covers the data), one
+    entry per label."""
+    handles, labels = ax.get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    if not unique:
+        return None
+    return ax.legend(unique.values(), unique.keys(), loc="upper left",
+                     bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+                     fontsize="small", **kwargs)  # fmt: skip
+
+
+def value_range(param: Any) -> tuple[float, float]:
+    """A real or integer parameter's ``(low, high)``."""
+    if hasattr(param, "lower"):
+        return float(param.lower), float(param.upper)
+    return float(param.low), float(param.high)

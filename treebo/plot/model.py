@@ -8,7 +8,13 @@ from typing import Any
 import numpy as np
 
 from treebo.loop.history import OptimizationResult
-from treebo.plot.base import figure_axes, path_label, say_empty
+from treebo.plot.base import (
+    figure_axes,
+    legend_outside,
+    path_label,
+    say_empty,
+    value_range,
+)
 from treebo.plot.tree import vertex_label
 from treebo.space import TreeSpace
 
@@ -110,8 +116,8 @@ def plot_contour(
     axes_values = []
     for name in (x, y):
         param = space.columns[name].param
-        low, high = float(param.lower), float(param.upper)
-        log = getattr(param, "log_scale", False)
+        low, high = value_range(param)
+        log = param.log_scale
         grid = (
             np.geomspace(low, high, resolution)
             if log
@@ -144,5 +150,5 @@ def plot_contour(
             setter("log")
     ax.set_xlabel(x)
     ax.set_ylabel(y)
-    ax.legend(fontsize="small")
+    legend_outside(ax)
     return fig

@@ -11,12 +11,17 @@ import numpy as np
 
 from treebo.loop.history import OptimizationResult
 from treebo.plot.base import (
+    OTHER_COLOUR,
     Runs,
     figure_axes,
+    legend_outside,
+    path_colours,
     path_label,
+    path_legend_label,
     pyplot,
     run_direction,
     say_empty,
+    value_range,
 )
 from treebo.space import TreeSpace
 
@@ -89,9 +94,10 @@ def plot_best_so_far(
 
 
 def plot_trials(result: OptimizationResult, space: TreeSpace, ax: Any = None) -> Any:
-    """Every trial's value against its index, coloured by its path; failed
-    trials as red crosses in a strip along the bottom of the axes (they have no
-    value).
+    """Every trial's value against its index, coloured by its path (the
+    ``MAX_PATHS_SHOWN`` most evaluated; the others grey, counted in the legend, which
+    sits outside the axes); failed trials as red crosses in a strip along the bottom
+    of the axes (they have no value).
 
     Args:
         result: A run.
@@ -102,14 +108,16 @@ def plot_trials(result: OptimizationResult, space: TreeSpace, ax: Any = None) ->
     paths = [path_label(space, t.params) for t in result.history]
     ok = [t.value is not None for t in result.history]
     values = np.array([np.nan if t.value is None else t.value for t in result.history])
-    for label in dict.fromkeys(paths):
+    colours = path_colours(paths)
+    for label in colours:  # the most evaluated first, the grey ones last
         idx = [
             i
             for i, (p, good) in enumerate(zip(paths, ok, strict=True))
             if p == label and good
         ]
         if idx:
-            ax.scatter(idx, values[idx], s=18, label=label)
+            ax.scatter(idx, values[idx], s=18, color=colours[label],
+                       label=path_legend_label(label, colours))  # fmt: skip
     failed = [i for i, good in enumerate(ok) if not good]
     if failed:
         # A shaded strip below the values, kept clear of them: failures have none.
@@ -128,7 +136,7 @@ def plot_trials(result: OptimizationResult, space: TreeSpace, ax: Any = None) ->
     if not any(ok):
         say_empty(ax, "no successful evaluations")
     if result.history:
-        ax.legend(fontsize="small")
+        legend_outside(ax)
     return fig
 
 
@@ -138,7 +146,8 @@ def plot_paths(
     maximize: bool | None = None,
     ax: Any = None,
 ) -> Any:
-    """How many evaluations each path received, with its best value.
+    """How many evaluations each path received, with its best value: the
+    ``MAX_PATHS_SHOWN`` most evaluated paths, then one bar for all the others.
 
     Args:
         result: A run.
@@ -146,17 +155,22 @@ def plot_paths(
         maximize: Whether larger values are better (default: as the run was made).
         ax: Axes to draw into (default: a new figure).
     """
-    fig, ax = figure_axes(ax)
     counts: dict[str, int] = {}
     best: dict[str, float] = {}
     better = max if run_direction([result], maximize) else min
+    colours = path_colours([path_label(space, t.params) for t in result.history])
     for trial in result.history:
-        label = path_label(space, trial.params)
+        label = path_legend_label(path_label(space, trial.params), colours)
         counts[label] = counts.get(label, 0) + 1
         if trial.value is not None:
             best[label] = better(best.get(label, trial.value), trial.value)
     labels = list(counts)
-    bars = ax.barh(labels, [counts[k] for k in labels])
+    if ax is None:
+        fig, ax = pyplot().subplots(figsize=(6.4, 1.2 + 0.32 * len(labels)),
+                                    layout="constrained")  # fmt: skip
+    fig = ax.figure
+    bars = ax.barh(labels, [counts[k] for k in labels],
+                   color=[colours.get(k, OTHER_COLOUR) for k in labels])  # fmt: skip
     ax.bar_label(
         bars,
         labels=[f"best {best[k]:.4g}" if k in best else "all failed" for k in labels],
@@ -181,6 +195,12 @@ def plot_timing(result: OptimizationResult, ax: Any = None) -> Any:
     ax.set_ylabel("seconds")
     ax.legend()
     return fig
+
+
+def _plotted(param: Any, value: Any) -> Any:
+    """A value as an axis takes it: a label as its string (a categorical axis)."""
+    numeric = isinstance(value, (int, float)) and hasattr(param, "log_scale")
+    return value if numeric else str(value)
 
 
 def plot_slice(
@@ -217,19 +237,22 @@ def plot_slice(
     )  # fmt: skip
     trials = [t for t in result.history if t.value is not None]
     paths = [path_label(space, t.params) for t in trials]
-    colours = {label: f"C{i % 10}" for i, label in enumerate(dict.fromkeys(paths))}
+    colours = path_colours(paths)
     for ax, name in zip(axes.flat, names, strict=False):
         param = space.columns[name].param
         on = [(t, p) for t, p in zip(trials, paths, strict=True) if name in t.params]
-        for label in dict.fromkeys(p for _, p in on):
+        for label in [k for k in colours if any(p == k for _, p in on)]:
             mine = [t for t, p in on if p == label]
-            ax.scatter([t.params[name] for t in mine], [t.value for t in mine], s=14,
-                       color=colours[label], label=label)  # fmt: skip
+            ax.scatter([_plotted(param, t.params[name]) for t in mine],
+                       [t.value for t in mine], s=14, color=colours[label],
+                       label=path_legend_label(label, colours))  # fmt: skip
         if getattr(param, "log_scale", False):
             ax.set_xscale("log")
             ax.xaxis.set_minor_formatter(NullFormatter())
-        if hasattr(param, "lower"):
-            ax.set_xlim(float(param.lower), float(param.upper))
+        if hasattr(param, "lower") or hasattr(param, "low"):
+            low, high = value_range(param)
+            pad = 0.5 if not hasattr(param, "lower") and not param.log_scale else 0.0
+            ax.set_xlim(low - pad, high + pad)
         ax.set_xlabel(name)
         if not on:
             say_empty(ax, "never active")

@@ -11,6 +11,9 @@ from treebo.loop.history import OptimizationResult
 from treebo.plot.base import pyplot, run_direction
 from treebo.space import TreeSpace
 
+#: Trees with more leaves than this are drawn sideways (depth along x).
+WIDE_TREE_LEAVES = 8
+
 
 def vertex_statistics(
     result: OptimizationResult, space: TreeSpace, maximize: bool | None = None
@@ -66,7 +69,9 @@ def plot_tree(
 ) -> Any:
     """The search space as a tree: each vertex with the condition that
     activates it, its parameters, its share of the evaluations and the best value among
-    them (shaded by share).
+    them (shaded by share). A tree of more than ``WIDE_TREE_LEAVES`` leaves is drawn
+    from left to right, one row per leaf, so that its boxes never overlap (the figure
+    grows with the tree).
 
     Args:
         result: A run.
@@ -78,12 +83,21 @@ def plot_tree(
     counts, best = vertex_statistics(result, space, maximize)
     total = max(len(result.history), 1)
     xy = _tree_layout([v.parent for v in tree.vertices])
+    sideways = xy[:, 0].max() + 1.0 > WIDE_TREE_LEAVES
+    if sideways:  # depth along x, leaves down the page
+        xy = np.stack([-xy[:, 1], -xy[:, 0]], axis=-1)
     width = xy[:, 0].max() + 1.0
     height = -xy[:, 1].min() + 1.0
     if ax is None:
-        fig, ax = pyplot().subplots(
-            figsize=(min(2.2 * width + 1.0, 20.0), 1.6 * height + 0.6)
+        size = (
+            (3.0 * width + 0.6, 0.62 * height + 0.6)
+            if sideways
+            else (
+                2.2 * width + 1.0,
+                1.6 * height + 0.6,
+            )
         )
+        fig, ax = pyplot().subplots(figsize=size)
     else:
         fig = ax.figure
     names = space.parameter_names
@@ -108,16 +122,18 @@ def plot_tree(
         shown = ", ".join(params[:3]) + (", ..." if len(params) > 3 else "")
         share = counts[vertex.index] / total
         score = best[vertex.index]
-        text = "\n".join(
-            part
-            for part in (
-                head,
-                shown,
-                f"{counts[vertex.index]} evals ({share:.0%})",
-                f"best {score:.4g}" if np.isfinite(score) else "",
-            )
-            if part
+        parts = (
+            head,
+            shown,
+            f"{counts[vertex.index]} evals ({share:.0%})",
+            f"best {score:.4g}" if np.isfinite(score) else "",
         )
+        if sideways:  # two lines a box: the rows are close
+            parts = (
+                ": ".join(p for p in parts[:2] if p),
+                ", ".join(p for p in parts[2:] if p),
+            )
+        text = "\n".join(part for part in parts if part)
         ax.text(
             x,
             y,
@@ -133,8 +149,12 @@ def plot_tree(
                 "edgecolor": "0.4",
             },
         )
-    ax.set_xlim(-0.7, width - 0.3)
-    ax.set_ylim(-height + 0.5, 0.6)
+    if sideways:
+        ax.set_xlim(-0.5, width - 0.5)
+        ax.set_ylim(-height + 0.4, 0.6)
+    else:
+        ax.set_xlim(-0.7, width - 0.3)
+        ax.set_ylim(-height + 0.5, 0.6)
     ax.set_axis_off()
     return fig
 
