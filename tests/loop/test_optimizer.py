@@ -299,3 +299,58 @@ def test_a_proposals_global_random_draws_follow_the_run_seed_not_the_process():
     opt.tell(opt.ask(), 1.0)
     opt.ask()
     torch.testing.assert_close(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("strategy", ["add_tree", "jenatton_tree"])
+def test_ask_n_returns_a_batch_of_distinct_valid_configurations(strategy):
+    problem = Jenatton()
+    opt = TreeOptimizer(problem.space, seed=0, strategy=strategy)
+    run(opt, problem.objective, 6)
+    batch = opt.ask(4)
+    assert len(batch) == 4 and opt.pending == batch
+    for params in batch:
+        assert problem.space.validate(params) == params
+    encoded = problem.space.to_tensor(batch)
+    gaps = torch.cdist(encoded, encoded, p=float("inf"))
+    assert bool((gaps + torch.eye(4) > 1e-6).all())  # distinct
+    assert isinstance(opt.ask(), dict)  # one, as before
+    with pytest.raises(ValueError, match="n must be"):
+        opt.ask(0)
+
+
+def test_a_strategy_that_cannot_batch_refuses_ask_n_by_name():
+    from treebo.space import ConfigurationError
+    from treebo.strategies import Observations, Proposal, Strategy
+
+    class Greedy(Strategy):
+        name = "greedy"
+        options_type = type(None)
+
+        def propose(self, observations: Observations) -> Proposal:
+            return Proposal(observations.incumbent, "bo")
+
+    space = TreeSpace(Vertex([Real("a", 0.0, 1.0)]))
+    opt = TreeOptimizer(space, seed=0, n_initial=1, strategy=Greedy())
+    with pytest.raises(ConfigurationError, match="strategy='greedy' cannot choose 3"):
+        opt.ask(3)
+    assert len(opt.ask(1)) == 1
+
+
+def test_minimize_in_batches_is_reproducible_and_tells_every_evaluation():
+    from treebo import minimize
+
+    problem = Jenatton()
+    calls = []
+
+    def objective(params):
+        calls.append(params)
+        return problem.objective(params)
+
+    first = minimize(objective, problem.space, budget=10, seed=1, batch_size=4,
+                     strategy=AddTreeStrategy(FAST))  # fmt: skip
+    again = minimize(problem.objective, problem.space, budget=10, seed=1,
+                     batch_size=4, strategy=AddTreeStrategy(FAST))  # fmt: skip
+    assert len(first.history) == 10 == len(calls)  # the last batch is cut to 2
+    assert first.values == again.values
+    with pytest.raises(ValueError, match="batch_size and n_workers"):
+        minimize(objective, problem.space, budget=4, batch_size=2, n_workers=2)

@@ -101,6 +101,8 @@ class AddTreeStrategy(Strategy):
         'add_tree'
     """
 
+    handles_pending = True  # pending configurations are avoided
+
     name = "add_tree"
     options_type = AddTreeOptions
     known_noise = True

@@ -115,6 +115,8 @@ class BKTFStrategy(Strategy):
         1
     """
 
+    handles_pending = True  # pending configurations are avoided
+
     name: ClassVar[str] = "bktf"
     options_type: ClassVar[type] = BKTFOptions
 

@@ -97,6 +97,8 @@ class _LeafStrategy(Strategy):
     """Fit a [`LeafGP`][treebo.jenatton.leaf_gp.LeafGP], then LogEI per leaf and
     the best leaf (module docstring)."""
 
+    handles_pending = True  # pending configurations are avoided
+
     def __init__(self, options: Any | None = None, **kwargs: Any) -> None:
         super().__init__(options, **kwargs)
         self.last_model: LeafGP | None = None

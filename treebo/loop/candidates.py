@@ -72,9 +72,8 @@ def encode_candidates(
     elif isinstance(candidates, (Mapping, str)) or not isinstance(candidates, Iterable):
         raise TypeError(
             "candidates must be a list of configurations, a DataFrame or their "
-            f"encoding, got a {type(candidates).__name__} (to get several "
-            "configurations at once, call ask() several times before telling: the "
-            "pending ones are avoided)."
+            f"encoding, got a {type(candidates).__name__} (for several "
+            "configurations at once: ask(n))."
         )
     else:
         labels, rows = _records(candidates)

@@ -23,7 +23,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import torch
 from botorch.exceptions import ModelFittingError
@@ -189,17 +189,38 @@ class TreeOptimizer:
         self._warned_failures = False
 
     # ---------------------------------------------------------- ask/tell
+    @overload
     def ask(
-        self, candidates: Sequence[Mapping[str, Any]] | Tensor | None = None
-    ) -> dict[str, Any]:
-        """The next configuration to evaluate (a dict of active parameters).
+        self,
+        n: None = None,
+        candidates: Sequence[Mapping[str, Any]] | Tensor | None = None,
+    ) -> dict[str, Any]: ...
+
+    @overload
+    def ask(
+        self, n: int, candidates: Sequence[Mapping[str, Any]] | Tensor | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    def ask(
+        self,
+        n: int | None = None,
+        candidates: Sequence[Mapping[str, Any]] | Tensor | None = None,
+    ) -> dict[str, Any] | list[dict[str, Any]]:
+        """The next configuration to evaluate (a dict of active parameters), or the
+        next ``n`` (a list), chosen jointly.
 
         Parallel or asynchronous workers may call ``ask`` again before telling
         earlier results: configurations asked for and not yet told are
         pending, and the strategy treats them as observed at the model's
-        predicted value, so the workers get different configurations.
+        predicted value (the Kriging believer), so the workers get different
+        configurations. ``ask(n)`` is that, ``n`` times in a row: a q-batch chosen
+        greedily, each configuration given the ones before it (as BoTorch's
+        sequential q-batch optimization), for ``n`` workers that start together.
 
         Args:
+            n: How many configurations (default: one, returned as a dict rather
+                than a list). A pool given as the first argument is taken as
+                ``candidates``.
             candidates: A pool to choose from (a tabular benchmark, a pre-computed
                 design): configurations, a ``DataFrame`` or their ``m x d`` encoding
                 (``space.to_tensor(configs)``, faster for large pools). The answer is
@@ -209,9 +230,40 @@ class TreeOptimizer:
 
         Raises:
             ValueError: If ``candidates`` is empty, not of this space, or holds
-                nothing that is neither evaluated nor pending.
+                nothing that is neither evaluated nor pending; if ``n`` is below 1.
             TypeError: If ``candidates`` is not a pool (a number, a dict).
+            ConfigurationError: If ``n > 1`` and the strategy cannot take pending
+                configurations into account (it names the strategy).
+
+        Example:
+            >>> from treebo.test_functions import Jenatton
+            >>> problem = Jenatton()
+            >>> opt = TreeOptimizer(problem.space, seed=0)
+            >>> batch = opt.ask(4)  # four distinct configurations, all pending
+            >>> len(batch), len(opt.pending)
+            (4, 4)
+            >>> for params in batch:
+            ...     trial = opt.tell(params, problem.objective(params))
         """
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+            if candidates is not None:
+                raise TypeError(f"n must be an int, got {type(n).__name__}.")
+            n, candidates = None, n  # ask(pool): the pool, as before ask(n)
+        if n is None:
+            return self._ask_one(candidates)
+        n = check_count(n, "n", 1)
+        if n > 1 and not self.strategy.handles_pending:
+            raise ConfigurationError(
+                f"n: strategy={self.strategy.name!r} cannot choose {n} "
+                "configurations at once (it does not take pending ones into account); "
+                "ask one at a time, or use a strategy that batches (e.g. 'add_tree')."
+            )
+        return [self._ask_one(candidates) for _ in range(n)]
+
+    def _ask_one(
+        self, candidates: Sequence[Mapping[str, Any]] | Tensor | None
+    ) -> dict[str, Any]:
+        """One configuration of [`ask()`][treebo.loop.optimizer.TreeOptimizer.ask]."""
         n_done = len(self.history) + len(self._pending)
         fresh = None if candidates is None else self._fresh(candidates)
         seconds = 0.0

@@ -74,6 +74,7 @@ def minimize(
     callback: Callable[[Trial], None] | None = None,
     progress: bool | None = None,
     candidates: Sequence[Mapping[str, Any]] | Tensor | None = None,
+    batch_size: int = 1,
     model: Any = None,
 ) -> OptimizationResult:
     """Minimize (or maximize) ``objective`` over ``space`` with ``budget`` evaluations.
@@ -128,6 +129,12 @@ def minimize(
             of configurations or their ``m x d`` encoding
             (``space.to_tensor(configs)``); see
             [`TreeOptimizer.ask()`][treebo.loop.optimizer.TreeOptimizer.ask].
+        batch_size: Evaluate in synchronous batches of this many configurations,
+            chosen jointly
+            ([`TreeOptimizer.ask(n)`][treebo.loop.optimizer.TreeOptimizer.ask]) and
+            run at once: on ``executor``, else on ``batch_size`` threads. Each
+            batch is told in the order it was asked (a seed fixes the run). Not with
+            ``n_workers > 1`` (asynchronous workers: each starts when one ends).
         model: Deprecated alias of ``strategy`` (it also takes a strategy's options
             object); removed in treebo 0.3.
 
@@ -145,6 +152,12 @@ def minimize(
         raise TypeError("objective must be callable.")
     budget = check_count(budget, "budget", 1)
     n_workers = check_count(n_workers, "n_workers", 1)
+    batch_size = check_count(batch_size, "batch_size", 1)
+    if batch_size > 1 and n_workers > 1:
+        raise ValueError(
+            "batch_size and n_workers: give one (batches of batch_size start together; "
+            "n_workers keeps that many running, each replaced when it ends)."
+        )
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {callback!r}.")
     if executor is not None and not isinstance(executor, Executor):
@@ -208,6 +221,9 @@ def minimize(
 
             stack.callback(bar.close)
             stack.enter_context(logging_redirect_tqdm(loggers=[get_logger()]))
+        if batch_size > 1:
+            return _run_batches(opt, objective, budget, choices, batch_size, executor,
+                                record)  # fmt: skip
         return _run(opt, objective, budget, choices, n_workers, executor, record)
 
 
@@ -226,6 +242,59 @@ def _fingerprint(objective: Any, pool: Tensor | None) -> dict[str, Any]:
     if pool is not None:
         fingerprint["candidates"] = pool_fingerprint(pool)
     return fingerprint
+
+
+def _run_batches(
+    opt: TreeOptimizer,
+    objective: Callable[[dict[str, Any]], float],
+    budget: int,
+    choices: Tensor | None,
+    batch_size: int,
+    executor: Executor | None,
+    record: Callable[[dict[str, Any], Any, float], None],
+) -> OptimizationResult:
+    """[`minimize()`][treebo.loop.run.minimize] in synchronous batches: ask
+    ``batch_size`` configurations, evaluate them at once, tell them in order."""
+    _check_picklable(objective, executor)
+    pool = ThreadPoolExecutor(batch_size) if executor is None else executor
+    futures: list[Future] = []
+    batch: list[dict[str, Any]] = []
+    recorded = 0  # of the current batch
+    try:
+        while len(opt.history) < budget:
+            size = min(batch_size, budget - len(opt.history))
+            batch, recorded = opt.ask(size, choices), 0
+            futures = [pool.submit(_evaluate, objective, dict(p)) for p in batch]
+            wait(futures)
+            for params, future in zip(batch, futures, strict=True):
+                try:
+                    value, seconds = future.result()
+                except Exception as err:  # a worker died or ran out of time
+                    value, seconds = err, getattr(err, "seconds", 0.0)
+                recorded += 1
+                record(params, value, seconds)
+    finally:
+        # Keep the evaluations of a batch that finished while the loop was stopped.
+        for params, future in zip(batch[recorded:], futures[recorded:], strict=True):
+            if future.done() and not future.cancelled() and not future.exception():
+                opt.tell(params, *future.result())
+            else:
+                future.cancel()
+        if executor is None:
+            pool.shutdown(wait=False, cancel_futures=True)
+    return opt.result()
+
+
+def _check_picklable(objective: Any, executor: Executor | None) -> None:
+    """Refuse an objective a process pool cannot take, before any evaluation."""
+    if isinstance(executor, ProcessPoolExecutor):
+        try:
+            pickle.dumps(objective)
+        except Exception as err:  # else every trial would fail the same way
+            raise TypeError(
+                "objective must be picklable to run in a ProcessPoolExecutor "
+                f"(define it at module level): {err}"
+            ) from err
 
 
 def _run(
@@ -247,14 +316,7 @@ def _run(
             record(params, *_evaluate(objective, dict(params)))
         return opt.result()
 
-    if isinstance(executor, ProcessPoolExecutor):
-        try:
-            pickle.dumps(objective)
-        except Exception as err:  # else every trial would fail the same way
-            raise TypeError(
-                "objective must be picklable to run in a ProcessPoolExecutor "
-                f"(define it at module level): {err}"
-            ) from err
+    _check_picklable(objective, executor)
     own_executor = executor is None
     pool = ThreadPoolExecutor(n_workers) if executor is None else executor
     running: dict[Future, dict[str, Any]] = {}

@@ -154,6 +154,10 @@ class Strategy(ABC):
     #: Whether the strategy's models take known noise variances
     #: (``Observations.yvar``); the loop refuses ``noise=<variance>`` otherwise.
     known_noise: ClassVar[bool] = False
+    #: Whether proposals avoid ``Observations.X_pending`` (configurations asked for
+    #: and not yet told), so that ``ask(n)`` returns a batch of distinct ones; the
+    #: loop refuses ``ask(n > 1)`` otherwise.
+    handles_pending: ClassVar[bool] = False
 
     def __init__(
         self,

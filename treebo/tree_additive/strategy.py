@@ -135,6 +135,8 @@ class TreeAdditiveStrategy(Strategy):
         True
     """
 
+    handles_pending = True  # pending configurations are avoided
+
     name = "tree_additive"
     options_type = TreeAdditiveOptions
 

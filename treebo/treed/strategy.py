@@ -113,6 +113,8 @@ class TreedStrategy(Strategy):
         True
     """
 
+    handles_pending = True  # pending configurations are avoided
+
     name = "treed"
     options_type = TreedOptions
 
