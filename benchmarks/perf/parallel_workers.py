@@ -11,6 +11,9 @@ replays the same loop on a virtual clock: an evaluation takes its drawn
 duration without sleeping, a proposal takes the real time it took, so a
 simulated run takes its proposals' time only (``k`` workers without ``k``
 cores; how many evaluations ``k`` workers need is then cheap to measure).
+``--executor batches`` runs synchronous q-batches (``ask(k)``, as
+``minimize(..., batch_size=k)``) on the same virtual clock: a batch takes its
+proposals' time and then its slowest evaluation's.
 
 For every worker count the first table gives the median wall-clock time of a
 run, its ratio to one worker's (measured in the same invocation), and the
@@ -55,7 +58,12 @@ from benchmarks.problems import PROBLEMS
 from benchmarks.stats import parse_seeds, sign_test
 from treebo import TreeOptimizer, minimize
 
-EXECUTORS = {"threads": "workers", "dask": "dask", "simulated": "sim"}
+EXECUTORS = {
+    "threads": "workers",
+    "dask": "dask",
+    "simulated": "sim",
+    "batches": "batch",
+}
 
 
 def duration_factor(params: dict) -> float:
@@ -129,6 +137,31 @@ def simulated_run(
     return opt, told, proposal_seconds
 
 
+def simulated_batch_run(
+    problem,
+    size: int,
+    seed: int,
+    budget: int,
+    eval_seconds: float,
+    strategy="add_tree",
+) -> tuple[TreeOptimizer, list[float], list[float]]:
+    """``minimize(..., batch_size=size)``'s loop on a virtual clock (as
+    [`simulated_run()`][benchmarks.perf.parallel_workers.simulated_run]): each batch
+    takes its proposals' real seconds, then its slowest evaluation's drawn ones."""
+    opt = TreeOptimizer(problem.space, strategy=strategy, seed=seed)
+    clock, told, proposal_seconds = 0.0, [], []
+    while len(opt.history) < budget:
+        t0 = time.perf_counter()
+        batch = opt.ask(min(size, budget - len(opt.history)))
+        proposal_seconds.append(time.perf_counter() - t0)
+        clock += proposal_seconds[-1]
+        clock += max(eval_seconds * duration_factor(p) for p in batch)
+        for params in batch:
+            opt.tell(params, problem.objective(params))
+            told.append(clock)
+    return opt, told, proposal_seconds
+
+
 def run(
     problem_name: str, method: str, seed: int, budget: int, eval_seconds: float
 ) -> dict:
@@ -138,8 +171,9 @@ def run(
     workers = workers_of(method)
     told_seconds: list[float] = []
     extra: dict = {}
-    if executor_of(method) == "simulated":
-        opt, told_seconds, extra["proposal_seconds"] = simulated_run(
+    simulate = {"simulated": simulated_run, "batches": simulated_batch_run}
+    if executor_of(method) in simulate:
+        opt, told_seconds, extra["proposal_seconds"] = simulate[executor_of(method)](
             problem, workers, seed, budget, eval_seconds, strategy_of(method)
         )
         history, run_seconds = opt.result().history, told_seconds[-1]
