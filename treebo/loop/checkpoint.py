@@ -46,8 +46,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 import json
 import os
 import re
@@ -56,9 +54,6 @@ import weakref
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-import torch
 
 from treebo.loop.history import OptimizationResult, Trial, result_of
 from treebo.loop.recommendation import Recommendation
@@ -157,41 +152,6 @@ def run_identity(
     if fingerprint is not None:
         identity["fingerprint"] = fingerprint
     return json.loads(json.dumps(identity))
-
-
-def objective_fingerprint(objective: Any) -> dict[str, str]:
-    """What identifies an objective across processes: its qualified name and, where
-    Python can read it, a hash of its source code (an edited function gets another).
-
-    Example:
-        >>> def f(params):
-        ...     return 0.0
-        >>> sorted(objective_fingerprint(f))
-        ['name', 'source_sha256']
-    """
-    target = inspect.unwrap(getattr(objective, "func", objective))  # partial too
-    if not (inspect.isfunction(target) or inspect.ismethod(target)):
-        target = type(target)  # a callable object: its class
-    name = (
-        f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', '?')}"
-    )
-    try:
-        source = inspect.getsource(target)
-    except (OSError, TypeError):  # defined at a prompt, or built in
-        return {"name": name}
-    return {"name": name, "source_sha256": _sha256(source.encode())[:16]}
-
-
-def pool_fingerprint(pool: Any) -> str:
-    """A hash of a candidate pool's ``m x d`` encoding (shape and values), whatever
-    the order of its rows (a pool read back in another order is the same pool)."""
-    array = pool.detach().to("cpu", dtype=torch.float64).numpy()
-    array = np.ascontiguousarray(array[np.lexsort(array.T[::-1])])
-    return _sha256(repr(array.shape).encode() + array.tobytes())[:16]
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def trial_record(space: TreeSpace, trial: Trial) -> dict[str, Any]:
@@ -437,6 +397,7 @@ class Journal:
             # An ask/tell optimizer opening a minimize() run's journal keeps its
             # fingerprint (the compacted header must not lose it).
             self.identity = {**self.identity, "fingerprint": saved["fingerprint"]}
+        _accept_source_hash(saved, self.identity)
         differs = [key for key in self.identity if saved.get(key) != self.identity[key]]
         if differs:
             details = "; ".join(
@@ -453,6 +414,16 @@ class Journal:
                 f"({details}). Resume with the same settings, or start afresh with "
                 "another checkpoint path (or delete this one)."
             )
+
+
+def _accept_source_hash(saved: dict[str, Any], identity: dict[str, Any]) -> None:
+    """A journal of an earlier treebo fingerprinted the objective by a hash of its
+    source text, which this one no longer computes: such a journal is checked by the
+    objective's name (``saved`` is updated to read as this treebo's)."""
+    old = saved.get("fingerprint", {}).get("objective", {})
+    new = identity.get("fingerprint", {}).get("objective", {})
+    if "source_sha256" in old and "code_sha256" in new and old["name"] == new["name"]:
+        saved["fingerprint"]["objective"] = dict(new)
 
 
 def _write_atomically(path: Path, text: str) -> None:
@@ -484,6 +455,15 @@ def _in_words(difference: tuple[str, Any, Any], space: TreeSpace) -> str:
     the space by its parameter and in its units (``C: high 100 in the checkpoint,
     1000 in this run``), anything else by its place in the run's identity."""
     where, old, new = difference
+    if where.startswith("fingerprint.objective"):
+        what = "its code, a function of yours that it calls, or a value it reads"
+        what = "its name" if where.endswith(".name") else what
+        return (
+            f"the objective changed ({what}: {_short(old)} in the checkpoint, "
+            f"{_short(new)} in this run)"
+        )
+    if where.startswith("fingerprint.candidates"):
+        return "the candidate pool changed (other rows, not another order)"
     bound = re.fullmatch(r"space\.bounds\[([01])\]\[(\d+)\]", where)
     if bound is not None and isinstance(old, (int, float)):
         name = space.parameter_names[int(bound[2])]

@@ -99,7 +99,8 @@ class TreeOptimizer:
             older one raises that error if told again.
         fingerprint: JSON data that identifies what the run evaluates; a resumed run
             must match it ([`minimize()`][treebo.loop.run.minimize] records its
-            objective's name and source hash and its pool's hash).
+            objective's name and code hash and its pool's hash:
+            [`treebo.loop.fingerprint`][treebo.loop.fingerprint]).
         model: Deprecated alias of ``strategy``; removed in treebo 0.3.
 
     Example:

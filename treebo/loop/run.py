@@ -24,7 +24,7 @@ from typing import Any
 from torch import Tensor
 
 from treebo.loop.candidates import encode_candidates
-from treebo.loop.checkpoint import objective_fingerprint, pool_fingerprint
+from treebo.loop.fingerprint import objective_fingerprint, pool_fingerprint
 from treebo.loop.history import OptimizationResult, Trial
 from treebo.loop.log import get_logger
 from treebo.loop.optimizer import TreeOptimizer
@@ -108,10 +108,12 @@ def minimize(
             the result recommends.
         checkpoint: Journal file (JSON lines) each evaluation is appended to
             as soon as it returns; resumed from if it exists (with the same
-            settings, the same ``candidates`` and the same objective: its name and
-            source code; an edited objective is refused, start afresh with another
-            path). Evaluations still running when a run is killed are not
-            in it (a resumed run proposes again).
+            settings, the same ``candidates`` in any row order and the same
+            objective: its name, its code and what it reads
+            ([`treebo.loop.fingerprint`][treebo.loop.fingerprint]; an edited
+            objective is refused, start afresh with another path). Evaluations
+            still running when a run is killed are not in it (a resumed run
+            proposes again).
         n_workers: How many evaluations may run at once.
         executor: A `concurrent.futures.Executor` to run the evaluations in; it is not
             shut down here. A [`ProcessExecutor`][treebo.loop.executors.ProcessExecutor]
