@@ -451,7 +451,7 @@ def _first_difference(old: Any, new: Any, where: str) -> tuple[str, Any, Any]:
 
 
 def _in_words(difference: tuple[str, Any, Any], space: TreeSpace) -> str:
-    """A difference of :func:`_first_difference` as a message names it: a bound of
+    """A difference of ``_first_difference()`` as a message names it: a bound of
     the space by its parameter and in its units (``C: high 100 in the checkpoint,
     1000 in this run``), anything else by its place in the run's identity."""
     where, old, new = difference
