@@ -15,28 +15,32 @@ from pathlib import Path
 import pytest
 
 import treebo
-from treebo.strategies.base import BUILT_IN_FAMILIES
+from treebo.strategies.base import strategy_entry_points
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Layers, lowest first: a module imports only from its own layer or below.
+#: The model families: the packages of treebo's own strategy entry points.
+FAMILIES = sorted(
+    {
+        e.value.partition(":")[0].rsplit(".", 1)[0]
+        for e in strategy_entry_points()
+        if e.value.startswith("treebo.")
+    }
+)
+#: Layers, lowest first: a module imports only from its own layer or below (the
+#: families on layer 2).
 LAYERS = {
     "treebo._exports": 0,
     "treebo.space": 0,
     "treebo.gp": 1,
     "treebo.optim": 1,
     "treebo.strategies": 1,
-    "treebo.add_tree": 2,
-    "treebo.tree_additive": 2,
-    "treebo.treed": 2,
-    "treebo.jenatton": 2,
-    "treebo.bktf": 2,
+    **dict.fromkeys(FAMILIES, 2),
     "treebo.loop": 3,
     "treebo.integrations": 3,
     "treebo.test_functions": 3,
     "treebo": 4,
 }
-FAMILIES = BUILT_IN_FAMILIES  # the registry's list
 MODULES = sorted(m.name for m in pkgutil.walk_packages(treebo.__path__, "treebo.")) + [
     "treebo"
 ]

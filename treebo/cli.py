@@ -34,18 +34,14 @@ from collections import Counter
 
 from treebo import __version__
 
-#: The built-in strategy names (``treebo.strategies.load_strategies()``), listed
-#: here so that ``--help`` does not import PyTorch; a test keeps them equal.
-STRATEGY_NAMES = (
-    "add_tree",
-    "add_tree_ucb",
-    "bktf",
-    "independent",
-    "jenatton_tree",
-    "jenatton_tree_nonlinear",
-    "tree_additive",
-    "treed",
-)
+
+def strategy_names() -> list[str]:
+    """The installed strategies' names, read from package metadata (the
+    ``treebo.strategies`` entry points), so that ``--help`` does not import
+    PyTorch."""
+    from importlib.metadata import entry_points
+
+    return sorted({e.name for e in entry_points(group="treebo.strategies")})
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -197,7 +193,7 @@ def parser() -> argparse.ArgumentParser:
         default="add_tree",
         metavar="NAME",
         help="what proposes the next configuration: "
-        + ", ".join(STRATEGY_NAMES)
+        + ", ".join(strategy_names())
         + " (default: add_tree; --model is a deprecated alias)",
     )
     run.add_argument("--maximize", action="store_true", help="maximize the objective")

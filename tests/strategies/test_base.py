@@ -175,7 +175,7 @@ def test_strategies_of_other_packages_load_from_their_entry_points(monkeypatch):
         importlib.metadata.EntryPoint("broken", "no_such_package:Strategy", group),
     ]
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: declared[:])
-    monkeypatch.setattr(base, "_families_loaded", False)
+    monkeypatch.setattr(base, "_entry_points_loaded", False)
     try:
         with pytest.warns(RuntimeWarning, match="'broken'.*did not load"):
             strategy = make_strategy("entry_point_variant")

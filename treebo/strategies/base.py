@@ -335,39 +335,35 @@ def require_real_parameters(space: TreeSpace, name: str) -> None:
 
 STRATEGIES: dict[str, type[Strategy]] = {}
 
-#: The model families that come with treebo; each registers its strategies when it
-#: loads, which happens on the first lookup by name
-#: ([`load_strategies()`][treebo.strategies.base.load_strategies]).
-BUILT_IN_FAMILIES = (
-    "treebo.add_tree",
-    "treebo.tree_additive",
-    "treebo.treed",
-    "treebo.jenatton",
-    "treebo.bktf",
-)
-
-#: The entry-point group through which another package adds strategies
-#: (``[project.entry-points."treebo.strategies"] my_model = "my_pkg:MyStrategy"``).
+#: The entry-point group through which packages add strategies, treebo's own
+#: included (``[project.entry-points."treebo.strategies"] my_model =
+#: "my_pkg:MyStrategy"``).
 ENTRY_POINT_GROUP = "treebo.strategies"
 
-_families_loaded = False
+_entry_points_loaded = False
+
+
+def strategy_entry_points() -> list[importlib.metadata.EntryPoint]:
+    """The installed packages' strategy entry points, treebo's first (read from
+    package metadata: nothing is imported)."""
+    entries = list(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    return sorted(entries, key=lambda e: not e.value.startswith("treebo."))
 
 
 def load_strategies() -> dict[str, type[Strategy]]:
-    """Every registered strategy by name, after loading the built-in families and the
-    strategies of installed packages' ``treebo.strategies`` entry points (once; an
-    entry point that fails to load is skipped with a warning).
+    """Every registered strategy by name, after loading the strategies of the
+    ``treebo.strategies`` entry points (once; treebo's built-in families are
+    declared there too; an entry point that fails to load is skipped with a
+    warning).
 
     Example:
         >>> {"add_tree", "bktf", "treed"} <= set(load_strategies())
         True
     """
-    global _families_loaded
-    if not _families_loaded:
-        _families_loaded = True
-        for family in BUILT_IN_FAMILIES:
-            importlib.import_module(family)
-        for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    global _entry_points_loaded
+    if not _entry_points_loaded:
+        _entry_points_loaded = True
+        for entry in strategy_entry_points():
             try:
                 register_strategy(entry.load())
             except Exception as err:  # another package's bug must not stop treebo
