@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--problem", default="p1a_noisy", choices=NOISY_PROBLEMS)
     parser.add_argument("--budgets", default="20,50")
     parser.add_argument("--seeds", default="0-9")
-    parser.add_argument("--out", default="benchmarks/records/honest_noise.jsonl")
+    parser.add_argument("--out", default="benchmarks/perf/records/honest_noise.jsonl")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)

@@ -276,6 +276,21 @@ TIMINGS = (
         None,
     ),
     (
+        "batches",
+        "q-batches against one evaluation at a time and against asynchronous "
+        "workers (P1(a), virtual clock)",
+        "python -m benchmarks.perf.parallel_workers --problem p1a --executor batches "
+        "--workers 1,4 --seeds 0-4 --budget 48 --eval-seconds 1; the same with "
+        "--executor simulated --workers 4",
+        None,
+    ),
+    (
+        "honest_noise",
+        "Under noise: the reported result against the truth (noisy P1(a))",
+        "python -m benchmarks.honest_noise --budgets 20,50 --seeds 0-9",
+        "honest_noise",
+    ),
+    (
         "dask_workers",
         "Workers on a local Dask cluster: time to one worker's result",
         "python -m benchmarks.perf.parallel_workers --executor dask",
@@ -313,7 +328,12 @@ def timings(perf_dir: Path) -> list[str]:
         records = load_records([perf_dir / f"{name}.jsonl"])
         if not records:
             continue
-        render = workers_table if function is None else getattr(tables, function)
+        if function is None:
+            render = workers_table
+        elif function == "honest_noise":
+            from .honest_noise import report as render
+        else:
+            render = getattr(tables, function)
         parts += [
             f"## {heading}",
             "",
