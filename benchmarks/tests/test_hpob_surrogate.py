@@ -24,7 +24,7 @@ from benchmarks.problems.hpob_surrogate import (  # noqa: E402
 )
 
 #: Small-pool tasks of the SVM and XGBoost encodings (6767's nthread column: the
-#: pool round trip of tests/test_hpob.py).
+#: pool round trip of benchmarks/tests/test_hpob.py).
 SMALL_TASKS = [("5891", "9980"), ("5906", "9971"), ("5971", "10093")]
 
 
