@@ -38,6 +38,7 @@ def test_the_loop_improves_on_its_initial_design_and_learns_a_forest():
     assert result.best_value < 0.5 * initial
     edges = opt.strategy.edges
     assert edges is not None and edges.shape[-1] == 2
+    assert [0, 1] in edges.tolist()  # the interacting pair, learned
     assert set(opt.strategy.timings) == {"fit", "structure", "optimize"}
 
 
@@ -63,7 +64,7 @@ def test_pending_configurations_are_avoided():
         p = opt.ask()
         opt.tell(p, _objective(p))
     first, second = opt.ask(), opt.ask()
-    assert first != second
+    assert far_apart(opt.space, first, second)  # not a round-off apart
 
 
 def test_a_fixed_structure_is_kept():
@@ -96,3 +97,10 @@ def test_spaces_and_structures_are_checked_by_name():
 def test_options_are_checked_by_name(kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
         TreeAdditiveOptions(**kwargs)
+
+
+def far_apart(space, a, b, tol=1e-3):
+    """Whether two configurations differ by more than ``tol`` of some range."""
+    X = space.to_tensor([a, b])
+    width = space.bounds[1] - space.bounds[0]
+    return bool(((X[0] - X[1]).abs() / width).max() > tol)
