@@ -282,7 +282,7 @@ TIMINGS = (
         "python -m benchmarks.perf.parallel_workers --problem p1a --executor batches "
         "--workers 1,4 --seeds 0-4 --budget 48 --eval-seconds 1; the same with "
         "--executor simulated --workers 4",
-        None,
+        "batch_table",
     ),
     (
         "honest_noise",
@@ -332,6 +332,8 @@ def timings(perf_dir: Path) -> list[str]:
             render = workers_table
         elif function == "honest_noise":
             from .honest_noise import report as render
+        elif function == "batch_table":
+            from .perf.parallel_workers import batch_table as render
         else:
             render = getattr(tables, function)
         parts += [

@@ -338,6 +338,56 @@ def time_to_target_table(records: list[dict], budget: int) -> str:
     return "\n".join(lines)
 
 
+def batch_table(records: list[dict]) -> str:
+    """Markdown table of q-batches against one evaluation at a time and against
+    asynchronous workers of the same count: log10 regret at the shortest run's
+    budget, seed by seed, with the median and paired counts."""
+    budget = min(r["budget"] for r in records)
+    by = {(r["method"], r["seed"]): r for r in records}
+    methods = sorted({r["method"] for r in records}, key=lambda m: (workers_of(m), m))
+    seeds = sorted({s for _, s in by})
+    lines = [
+        f"log10 regret after {budget} evaluations, seed by seed:",
+        "",
+        "| method | " + " | ".join(f"seed {s}" for s in seeds) + " | median |",
+        "|---|" + "---|" * (len(seeds) + 1),
+    ]
+    for method in methods:
+        cells = [
+            f"{log10_regret(by[method, s], budget):.2f}" if (method, s) in by else "-"
+            for s in seeds
+        ]
+        regrets = [
+            log10_regret(by[method, s], budget) for s in seeds if (method, s) in by
+        ]
+        lines.append(
+            f"| {method} | "
+            + " | ".join(cells)
+            + f" | {statistics.median(regrets):.2f} |"
+        )
+    batches = [m for m in methods if m.startswith("batch") and workers_of(m) > 1]
+    for batch in batches:
+        for other in ("batch1", f"sim{workers_of(batch)}"):
+            paired = [s for s in seeds if (batch, s) in by and (other, s) in by]
+            if not paired:
+                continue
+            lower = sum(
+                log10_regret(by[batch, s], budget) < log10_regret(by[other, s], budget)
+                for s in paired
+            )
+            higher = sum(
+                log10_regret(by[batch, s], budget) > log10_regret(by[other, s], budget)
+                for s in paired
+            )
+            lines.append("")
+            lines.append(
+                f"{batch} against {other}: lower / equal / higher {lower} / "
+                f"{len(paired) - lower - higher} / {higher} (sign test p "
+                f"{sign_test(lower, higher):.2g})."
+            )
+    return "\n".join(lines)
+
+
 def report_tables(records: list[dict]) -> str:
     """Both tables for every problem, evaluation time and executor of
     ``records`` (the budget: that of the one-worker runs)."""
