@@ -180,6 +180,7 @@ class TreeOptimizer:
         )
         self._journal = None
         self._journaled_state: dict[str, Any] = {}
+        self._journaled_recommendation: tuple[int, Any] | None = None
         if self.checkpoint is not None:
             self._journal = Journal(self.checkpoint, self._identity)
             saved = self._journal.open(space)
@@ -463,8 +464,11 @@ class TreeOptimizer:
             obs = self.observations()
             with manual_seed(obs.seed):  # as a proposal's fit (see ask())
                 recommended = recommend(self.strategy, obs, scores)
+        journaled = (len(self.history), recommended)
         if recommended is not None and self._journal is not None:
-            self._journal.append_recommendation(len(self.history), recommended)
+            if journaled != self._journaled_recommendation:  # once per change
+                self._journal.append_recommendation(*journaled)
+                self._journaled_recommendation = journaled
         return result_of(self.history.as_list(), self.maximize, recommended)
 
     # ----------------------------------------------------------- helpers

@@ -150,9 +150,10 @@ def space_to_dict(space: TreeSpace) -> dict[str, Any] | None:
     """
     try:
         spec = _vertex_spec(space.root)
-    except TypeError:  # a label JSON cannot hold
+        same = json.loads(json.dumps(spec)) == spec
+    except (TypeError, ValueError):  # a label or bound JSON cannot hold
         return None
-    return spec if json.loads(json.dumps(spec)) == spec else None
+    return spec if same else None
 
 
 def _vertex_spec(vertex: Vertex) -> dict[str, Any]:
