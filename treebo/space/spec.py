@@ -146,7 +146,7 @@ def space_to_dict(space: TreeSpace) -> dict[str, Any] | None:
     Example:
         >>> spec = {"params": [{"name": "x", "type": "real", "low": 0, "high": 1}]}
         >>> space_to_dict(space_from_dict(spec))
-        {'params': [{'name': 'x', 'type': 'real', 'low': 0, 'high': 1}]}
+        {'params': [{'name': 'x', 'type': 'real', 'low': 0.0, 'high': 1.0}]}
     """
     try:
         spec = _vertex_spec(space.root)
