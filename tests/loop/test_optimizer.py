@@ -314,6 +314,7 @@ def test_ask_n_returns_a_batch_of_distinct_valid_configurations(strategy):
     gaps = torch.cdist(encoded, encoded, p=float("inf"))
     assert bool((gaps + torch.eye(4) > 1e-6).all())  # distinct
     assert isinstance(opt.ask(), dict)  # one, as before
+    assert len(opt.ask(np.int64(2))) == 2  # a NumPy integer is a count too
     with pytest.raises(ValueError, match="n must be"):
         opt.ask(0)
 

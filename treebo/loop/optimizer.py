@@ -22,6 +22,7 @@ import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
+from numbers import Integral
 from pathlib import Path
 from typing import Any, overload
 
@@ -247,7 +248,7 @@ class TreeOptimizer:
             >>> for params in batch:
             ...     trial = opt.tell(params, problem.objective(params))
         """
-        if n is not None and (isinstance(n, bool) or not isinstance(n, int)):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, Integral)):
             if candidates is not None:
                 raise TypeError(f"n must be an int, got {type(n).__name__}.")
             n, candidates = None, n  # ask(pool): the pool, as before ask(n)
