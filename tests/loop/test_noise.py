@@ -168,7 +168,8 @@ def test_a_checkpoint_returns_the_runs_recommendation(tmp_path):
         return problem.objective(params) + 0.3 * rng.standard_normal()
 
     path = tmp_path / "run.jsonl"
-    result = minimize(noisy, problem.space, budget=12, seed=0, checkpoint=path)
+    result = minimize(noisy, problem.space, budget=8, seed=0, checkpoint=path,
+                      strategy=AddTreeStrategy(ONE_KERNEL))  # fmt: skip
     assert result.recommended_by == "model"
     assert result.best_value != result.best_observed_value  # a prediction
     read = read_checkpoint(path, problem.space)
@@ -178,7 +179,8 @@ def test_a_checkpoint_returns_the_runs_recommendation(tmp_path):
     assert read.describe() == result.describe()
     # One more trial, told without a result: the journal's recommendation is stale,
     # and the checkpoint's best observation stands in, labelled as such.
-    opt = TreeOptimizer(problem.space, seed=0, checkpoint=path)
+    strategy = AddTreeStrategy(ONE_KERNEL)
+    opt = TreeOptimizer(problem.space, seed=0, checkpoint=path, strategy=strategy)
     params = opt.ask()
     opt.tell(params, noisy(params))
     opt.close()
