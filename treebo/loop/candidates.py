@@ -39,7 +39,7 @@ def encode_candidates(
     """A pool of configurations as ``m x d`` canonical encodings (float64, CPU).
 
     Rows that repeat an earlier row, also to within round-off
-    ([`SAME_CONFIGURATION_TOL`][treebo.loop.candidates.SAME_CONFIGURATION_TOL] of each
+    (``SAME_CONFIGURATION_TOL``, 1e-6 of each
     column's range, the tolerance by which the loop matches evaluated rows), are
     dropped with a warning that names them (each configuration is evaluated at most
     once).

@@ -65,7 +65,7 @@ def path_label(space: TreeSpace, params: Mapping[str, Any]) -> str:
 def path_colours(labels: Sequence[str]) -> dict[str, str]:
     """A colour for each path label: the ``MAX_PATHS_SHOWN`` most frequent in
     ``labels`` get their own (most frequent first, ties in order of appearance), every
-    other path [`OTHER_COLOUR`][treebo.plot.base.OTHER_COLOUR].
+    other path ``OTHER_COLOUR`` (grey).
 
     Example:
         >>> path_colours(["a", "b", "b"])
