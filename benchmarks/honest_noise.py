@@ -45,11 +45,17 @@ def fitted_noise_variance(opt: TreeOptimizer) -> float | None:
     return noise * (scale.peak * scale.spread) ** 2
 
 
-def run(problem_name: str, seed: int, budgets: list[int]) -> list[dict]:
-    """One run to ``max(budgets)``, scored at each budget."""
+def run(
+    problem_name: str, seed: int, budgets: list[int], method: str = "treebo"
+) -> list[dict]:
+    """One run of ``method`` (``"treebo"``, the package's default, or a preset of
+    ``benchmarks/methods``) to ``max(budgets)``, scored at each budget."""
+    from benchmarks.methods.treebo import PRESETS
+
     problem = NOISY_PROBLEMS[problem_name]()
     problem.reseed(seed)
-    opt = TreeOptimizer(problem.space, seed=seed)
+    strategy = None if method == "treebo" else PRESETS[method]()
+    opt = TreeOptimizer(problem.space, seed=seed, strategy=strategy)
     rows = []
     while len(opt.history) < max(budgets):
         params = opt.ask()
@@ -63,6 +69,7 @@ def run(problem_name: str, seed: int, budgets: list[int]) -> list[dict]:
             rows.append(
                 {
                     "problem": problem_name,
+                    "method": method,
                     "seed": seed,
                     "budget": len(opt.history),
                     "reported": result.best_value,
@@ -87,17 +94,23 @@ def run(problem_name: str, seed: int, budgets: list[int]) -> list[dict]:
 def report(rows: list[dict]) -> str:
     """A markdown table per budget: the issue's figures."""
     lines = [
-        "| budget | seeds | median abs(reported - true) / noise sd | below the minimum "
-        "| true value within ± 2 reported sd | fitted noise within 3x of the truth "
-        "| median fitted / true noise | median true regret |",
-        "|---|---|---|---|---|---|---|---|",
+        "| method | budget | seeds | median abs(reported - true) / noise sd "
+        "| below the minimum | true value within ± 2 reported sd "
+        "| fitted noise within 3x of the truth | median fitted / true noise "
+        "| median true regret |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for budget in sorted({r["budget"] for r in rows}):
-        group = [r for r in rows if r["budget"] == budget]
+    groups = sorted({(r.get("method", "treebo"), r["budget"]) for r in rows})
+    for method, budget in groups:
+        group = [
+            r
+            for r in rows
+            if r.get("method", "treebo") == method and r["budget"] == budget
+        ]
         ratios = [r["noise_ratio"] for r in group if r["noise_ratio"] is not None]
         within = sum(1 / 3 <= x <= 3 for x in ratios)
         lines.append(
-            f"| {budget} | {len(group)} | "
+            f"| {method} | {budget} | {len(group)} | "
             f"{statistics.median(r['error_in_noise_sd'] for r in group):.2f} | "
             f"{sum(r['below_minimum'] for r in group)} | "
             f"{sum(r['covered'] for r in group)} of {len(group)} | "
@@ -113,6 +126,9 @@ def main() -> None:
     parser.add_argument("--problem", default="p1a_noisy", choices=NOISY_PROBLEMS)
     parser.add_argument("--budgets", default="20,50")
     parser.add_argument("--seeds", default="0-9")
+    parser.add_argument(
+        "--method", default="treebo", help="treebo (the default) or a preset"
+    )
     parser.add_argument("--out", default="benchmarks/perf/records/honest_noise.jsonl")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
@@ -121,11 +137,14 @@ def main() -> None:
     out = Path(args.out)
     done = set()
     if out.exists():
-        done = {(r["problem"], r["seed"]) for r in map(json.loads, out.open())}
+        done = {
+            (r["problem"], r.get("method", "treebo"), r["seed"])
+            for r in map(json.loads, out.open())
+        }
     for seed in parse_seeds(args.seeds):
-        if (args.problem, seed) in done:
+        if (args.problem, args.method, seed) in done:
             continue
-        rows = run(args.problem, seed, budgets)
+        rows = run(args.problem, seed, budgets, args.method)
         with out.open("a") as fh:
             fh.writelines(json.dumps(r) + "\n" for r in rows)
         print(f"{args.problem} seed={seed}: " + ", ".join(
