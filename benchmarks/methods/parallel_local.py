@@ -11,10 +11,12 @@ prediction. The variants, for the ablation of
 ``local_global_believer``   the pending points join the local data at the
                             global model's prediction (the loop's step before
                             it knew of pending points).
+``local_follows_pending``   a pending local step in the incumbent's box makes
+                            the next proposal a local step too.
 
 Example:
     >>> sorted(PARALLEL_VARIANTS)
-    ['default', 'local_blind', 'local_global_believer']
+    ['default', 'local_blind', 'local_follows_pending', 'local_global_believer']
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from torch import Tensor
 from treebo.add_tree import AddTreeStrategy
 from treebo.add_tree.local_steps import LOCAL_REPEAT_TOL, LocalSteps
 from treebo.add_tree.model import AddTreeGP
-from treebo.strategies.base import Observations, is_observed
+from treebo.strategies.base import Observations, Proposal, is_observed
 
 
 class BlindLocalSteps(LocalSteps):
@@ -77,9 +79,29 @@ def _with_local_steps(steps: type[LocalSteps]) -> Callable[[], AddTreeStrategy]:
     return Variant
 
 
+class LocalFollowsPending(AddTreeStrategy):
+    """A pending local step in the incumbent's box makes the next proposal a local
+    step too (where the model resolves locally); else the package's proposal."""
+
+    def propose(self, observations: Observations) -> Proposal:
+        obs, local = observations, self.local
+        if local is not None and obs.X_pending.shape[0]:
+            incumbent = obs.incumbent
+            pending = obs.X_pending.to(obs.X)
+            if any(local.is_near(obs.space, x, incumbent) for x in pending):
+                self.noise, self.yvar = obs.noise, obs.yvar
+                model = self.fit(obs)
+                if self.resolves_locally(model):
+                    step = local.candidate(obs, obs.X, obs.y, model, pending)
+                    if step is not None:
+                        return Proposal(step[0], "local")
+        return super().propose(observations)
+
+
 #: Strategy factories by variant name (``"default"``: the package's loop).
 PARALLEL_VARIANTS: dict[str, Callable[[], AddTreeStrategy] | None] = {
     "default": None,
     "local_blind": _with_local_steps(BlindLocalSteps),
     "local_global_believer": _with_local_steps(GlobalBelieverLocalSteps),
+    "local_follows_pending": LocalFollowsPending,
 }
