@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.loop.stubs import Greedy
 from treebo import TreeOptimizer, minimize
 from treebo.add_tree import AddTreeOptions, AddTreeStrategy
 from treebo.loop.candidates import encode_candidates, fresh_candidates
 from treebo.space import ConfigurationError, Real, TreeSpace, Vertex
-from treebo.strategies import Observations, Proposal, Strategy
 from treebo.test_functions import Jenatton
 
 FAST = AddTreeOptions(num_restarts=4, raw_samples=64)
@@ -142,13 +142,6 @@ def test_a_tensor_pool_is_checked_once_until_it_changes(monkeypatch):
 
 
 def test_a_strategy_without_an_acquisition_says_it_cannot_choose_from_a_pool():
-    class Greedy(Strategy):
-        name = "greedy"
-        options_type = type(None)
-
-        def propose(self, observations: Observations) -> Proposal:
-            return Proposal(observations.incumbent, "bo")
-
     space = TreeSpace(Vertex([Real("a", 0.0, 1.0)]))
     opt = TreeOptimizer(space, seed=0, n_initial=1, strategy=Greedy())
     pool = space.sample(10, seed=0)

@@ -9,6 +9,7 @@ import pytest
 import torch
 from botorch.exceptions import ModelFittingError
 
+from tests.loop.stubs import Greedy
 from treebo import Categorical, Choice, Integer, Real, TreeOptimizer, TreeSpace, Vertex
 from treebo.add_tree import (
     AddTreeOptions,
@@ -321,14 +322,6 @@ def test_ask_n_returns_a_batch_of_distinct_valid_configurations(strategy):
 
 def test_a_strategy_that_cannot_batch_refuses_ask_n_by_name():
     from treebo.space import ConfigurationError
-    from treebo.strategies import Observations, Proposal, Strategy
-
-    class Greedy(Strategy):
-        name = "greedy"
-        options_type = type(None)
-
-        def propose(self, observations: Observations) -> Proposal:
-            return Proposal(observations.incumbent, "bo")
 
     space = TreeSpace(Vertex([Real("a", 0.0, 1.0)]))
     opt = TreeOptimizer(space, seed=0, n_initial=1, strategy=Greedy())

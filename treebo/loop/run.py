@@ -10,7 +10,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import (
     FIRST_COMPLETED,
     Executor,
@@ -269,22 +269,35 @@ def _run_batches(
             futures = [pool.submit(_evaluate, objective, dict(p)) for p in batch]
             wait(futures)
             for params, future in zip(batch, futures, strict=True):
-                try:
-                    value, seconds = future.result()
-                except Exception as err:  # a worker died or ran out of time
-                    value, seconds = err, getattr(err, "seconds", 0.0)
                 recorded += 1
-                record(params, value, seconds)
+                record(params, *_outcome(future))
     finally:
-        # Keep the evaluations of a batch that finished while the loop was stopped.
-        for params, future in zip(batch[recorded:], futures[recorded:], strict=True):
-            if future.done() and not future.cancelled() and not future.exception():
-                opt.tell(params, *future.result())
-            else:
-                future.cancel()
+        _keep_finished(opt, zip(futures[recorded:], batch[recorded:], strict=True))
         if executor is None:
             pool.shutdown(wait=False, cancel_futures=True)
     return opt.result()
+
+
+def _outcome(future: Future) -> tuple[Any, float]:
+    """``(value, seconds)`` of a finished evaluation; the exception as the value where
+    a worker died or ran out of time."""
+    try:
+        return future.result()
+    except Exception as err:
+        return err, getattr(err, "seconds", 0.0)
+
+
+def _keep_finished(
+    opt: TreeOptimizer, running: Iterable[tuple[Future, dict[str, Any]]]
+) -> None:
+    """Tell the evaluations that finished while the loop was being stopped; cancel
+    the others."""
+    for future, params in running:
+        if future.done() and not future.cancelled() and not future.exception():
+            value, seconds = future.result()
+            opt.tell(params, value, eval_seconds=seconds)
+        else:
+            future.cancel()
 
 
 def _check_picklable(objective: Any, executor: Executor | None) -> None:
@@ -330,19 +343,9 @@ def _run(
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 params = running.pop(future)
-                try:
-                    value, seconds = future.result()
-                except Exception as err:  # a worker died or ran out of time
-                    value, seconds = err, getattr(err, "seconds", 0.0)
-                record(params, value, seconds)
+                record(params, *_outcome(future))
     finally:
-        # Keep evaluations that finished while the loop was being stopped.
-        for future, params in running.items():
-            if future.done() and not future.cancelled() and not future.exception():
-                value, seconds = future.result()
-                opt.tell(params, value, eval_seconds=seconds)
-            else:
-                future.cancel()
+        _keep_finished(opt, running.items())
         if own_executor:
             pool.shutdown(wait=False, cancel_futures=True)
     return opt.result()
