@@ -235,3 +235,18 @@ def test_repeated_rows_match_a_brute_force_reference():
     earlier = (gap <= 1e-6) & torch.ones_like(gap, dtype=torch.bool).tril(-1)
     reference = torch.where(earlier.any(-1), earlier.int().argmax(-1), -1)
     torch.testing.assert_close(repeated_rows(pool, width, 1e-6), reference)
+
+
+def test_a_batch_from_a_pool_is_distinct_fresh_pool_rows():
+    problem = Jenatton()
+    pool = problem.space.to_dicts(problem.space.sample(12, seed=1))
+    opt = TreeOptimizer(
+        problem.space, seed=0, n_initial=3, strategy=AddTreeStrategy(FAST)
+    )
+    for params in opt.ask(3, pool):
+        opt.tell(params, problem.objective(params))
+    batch = opt.ask(4, pool)  # three initial rows told, then a model's batch
+    assert encoded(problem.space, batch) <= encoded(problem.space, pool)
+    assert len(encoded(problem.space, batch)) == 4
+    told = encoded(problem.space, [t.params for t in opt.history])
+    assert not encoded(problem.space, batch) & told

@@ -261,6 +261,8 @@ class TreeOptimizer:
                 "configurations at once (it does not take pending ones into account); "
                 "ask one at a time, or use a strategy that batches (e.g. 'add_tree')."
             )
+        if candidates is not None and not isinstance(candidates, Tensor):
+            candidates = self._encode(candidates)  # once for the batch, not n times
         return [self._ask_one(candidates) for _ in range(n)]
 
     def _ask_one(
