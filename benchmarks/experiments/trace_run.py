@@ -34,7 +34,8 @@ def trace(problem_name: str, method: str, seed: int, budget: int) -> list[str]:
         params = opt.ask()
         value = problem.objective(params)
         trial = opt.tell(params, value)
-        kernel = getattr(opt.strategy, "kernel_options", None)
+        fit = getattr(opt.strategy, "model_fit", None)
+        kernel = getattr(fit, "kernel_in_use", None)
         interacting = bool(getattr(kernel, "ancestor_interactions", False))
         labels = " ".join(str(params[c]) for c in choices if c in params)
         lines.append(

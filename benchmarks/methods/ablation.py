@@ -31,6 +31,7 @@ Registered as presets of :mod:`benchmarks.methods.treebo` on import.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import torch
@@ -38,18 +39,28 @@ from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement
 from torch import Tensor
 
 from treebo.add_tree import AddTreeOptions, AddTreeStrategy
+from treebo.add_tree.fitting import AddTreeFit
+from treebo.add_tree.global_search import LogEISearch
 from treebo.add_tree.model import AddTreeGP
 from treebo.add_tree.options import (
     LOOP_KERNEL_OPTIONS,
     AddTreeKernelOptions,
     LocalStepOptions,
 )
-from treebo.strategies.base import Observations, Proposal
+from treebo.add_tree.strategy import LOCAL_NOISE_FACTOR
+from treebo.gp.noise import INFERRED_NOISE_FLOOR
+from treebo.strategies.base import Observations, Prediction, Proposal
 from treebo.strategies.fitting import WarmStartFit
 
 from .treebo import PRESETS, register_preset
 
 PARTS = ("kernel", "floor", "warm", "alt", "local")
+
+
+def never(observations: Observations) -> bool:
+    """No exploring step after a tie (the loop before the tie rule)."""
+    del observations
+    return False
 
 
 class DeclaredNoise(AddTreeStrategy):
@@ -59,76 +70,62 @@ class DeclaredNoise(AddTreeStrategy):
     Args:
         options: As for :class:`~treebo.add_tree.AddTreeStrategy`.
         noise: ``"infer"`` or ``"deterministic"``.
+        **parts: The strategy's parts (``fit=`` ...).
     """
 
     name = "add_tree_declared_noise"
 
-    def __init__(self, options: Any = None, noise: str = "deterministic") -> None:
-        super().__init__(options)
+    def __init__(
+        self, options: Any = None, noise: str = "deterministic", **parts: Any
+    ) -> None:
+        super().__init__(options, explore=never, **parts)
         self.declared = noise
 
     def propose(self, observations: Observations) -> Proposal:
         return super().propose(replace(observations, noise=self.declared))
 
-    def fit(self, observations: Observations) -> AddTreeGP:
-        return super().fit(replace(observations, noise=self.declared))
-
-    def after_tie(self, observations: Observations) -> bool:
-        return False  # as before the tie rule
+    def predict(self, observations: Observations) -> Prediction | None:
+        return super().predict(replace(observations, noise=self.declared))
 
 
-class AblatedAddTree(DeclaredNoise):
+def ablated(parts: frozenset[str]) -> DeclaredNoise:
     """The Add-Tree strategy with the parts in ``parts`` (the rest as ``plain``).
 
     Args:
         parts: A subset of :data:`PARTS`.
     """
-
-    name = "add_tree_ablated"
-
-    def __init__(self, parts: frozenset[str]) -> None:
-        unknown = set(parts) - set(PARTS)
-        if unknown:
-            raise ValueError(f"unknown parts {sorted(unknown)}; known: {PARTS}.")
-        self.parts = frozenset(parts)
-        kernel = LOOP_KERNEL_OPTIONS if "kernel" in parts else AddTreeKernelOptions()
-        options = AddTreeOptions(
-            kernel=kernel,
-            alternative_kernels=None if "alt" in parts else (),
-            local=LocalStepOptions() if "local" in parts else None,
-        )
-        super().__init__(options, "deterministic" if "floor" in parts else "infer")
-
-    def make_fitter(self) -> WarmStartFit:
-        return WarmStartFit(warm_start="warm" in self.parts)
+    unknown = set(parts) - set(PARTS)
+    if unknown:
+        raise ValueError(f"unknown parts {sorted(unknown)}; known: {PARTS}.")
+    kernel = LOOP_KERNEL_OPTIONS if "kernel" in parts else AddTreeKernelOptions()
+    options = AddTreeOptions(
+        kernel=kernel,
+        alternative_kernels=None if "alt" in parts else (),
+        local=LocalStepOptions() if "local" in parts else None,
+    )
+    fit = AddTreeFit.from_options(
+        options, make_fitter=partial(WarmStartFit, warm_start="warm" in parts)
+    )
+    noise = "deterministic" if "floor" in parts else "infer"
+    return DeclaredNoise(options, noise, fit=fit)
 
 
-class NoTies(AddTreeStrategy):
-    """The default Add-Tree strategy without the exploring step after a tie."""
+class PlugInLogEISearch(LogEISearch):
+    """LogEI over the best posterior mean at the evaluated configurations (plug-in
+    EI) where the noise is not negligible, instead of over the best noisy score."""
 
-    name = "add_tree_no_ties"
-
-    def after_tie(self, observations: Observations) -> bool:
-        return False
-
-
-class PlugInEI(AddTreeStrategy):
-    """The default Add-Tree strategy with plug-in LogEI where the noise matters: the
-    improvement is over the best posterior mean at the evaluated configurations, not
-    over the best (noise-inflated) score."""
-
-    name = "add_tree_plugin_ei"
-
-    def fit(self, observations: Observations) -> AddTreeGP:
-        self.observed_X = observations.X
-        return super().fit(observations)
-
-    def acquisition_of(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
-        if self.resolves_locally(model):
-            return super().acquisition_of(model, y)
+    def acquisition(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
+        noise = float(model.likelihood.noise.detach().max())
+        if noise <= LOCAL_NOISE_FACTOR * INFERRED_NOISE_FLOOR:
+            return super().acquisition(model, y)
         with torch.no_grad():
-            best = model.posterior(self.observed_X.to(y)).mean.max()
+            best = model.posterior(model.train_inputs[0][: y.shape[0]]).mean.max()
         return LogExpectedImprovement(model, best_f=best)
+
+
+def plug_in_ei() -> AddTreeStrategy:
+    """The default Add-Tree strategy with :class:`PlugInLogEISearch`."""
+    return AddTreeStrategy(search=PlugInLogEISearch())
 
 
 def _register() -> None:
@@ -139,11 +136,11 @@ def _register() -> None:
     variants["treebo_all_parts"] = frozenset(PARTS)
     for name, parts in variants.items():
         if name not in PRESETS:
-            register_preset(name, lambda parts=parts: AblatedAddTree(parts))
+            register_preset(name, lambda parts=parts: ablated(parts))
     if "treebo_deterministic" not in PRESETS:
         register_preset("treebo_deterministic", DeclaredNoise)
-        register_preset("treebo_no_ties", NoTies)
-        register_preset("treebo_plugin_ei", PlugInEI)
+        register_preset("treebo_no_ties", lambda: AddTreeStrategy(explore=never))
+        register_preset("treebo_plugin_ei", plug_in_ei)
 
 
 _register()

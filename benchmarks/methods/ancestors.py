@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from treebo.add_tree import AddTreeGP, AddTreeKernel, AddTreeStrategy
+from treebo.add_tree import AddTreeGP, AddTreeKernel, AddTreeOptions, AddTreeStrategy
+from treebo.add_tree.fitting import AddTreeFit
 from treebo.add_tree.options import AddTreeKernelOptions
-from treebo.space import TreeSpace
+from treebo.strategies.base import Observations
 
 from .exploration import EpsilonGreedy
 
@@ -48,20 +49,20 @@ class FoldedAncestors(AddTreeKernelOptions):
             raise ValueError("FoldedAncestors already folds the interactions in.")
 
 
-class FoldedAncestorsMixin:
+class FoldedAncestorsFit(AddTreeFit):
     """Builds the model of a :class:`FoldedAncestors` kernel setting with an
-    :class:`AncestorReadingKernel`; any other setting as the strategy does."""
+    :class:`AncestorReadingKernel`; any other setting as the package does."""
 
-    def build_model(
+    def build(
         self,
-        space: TreeSpace,
+        observations: Observations,
         X: Tensor,
         y: Tensor,
         noise_floor: float,
         kernel: AddTreeKernelOptions | None = None,
     ) -> AddTreeGP:
-        kernel = self.kernel_options if kernel is None else kernel
-        model = super().build_model(space, X, y, noise_floor, kernel)
+        kernel = self.kernel_in_use if kernel is None else kernel
+        model = super().build(observations, X, y, noise_floor, kernel)
         if isinstance(kernel, FoldedAncestors):
             plain = model.covar_module
             settings = kernel.as_kwargs()
@@ -76,9 +77,12 @@ class FoldedAncestorsMixin:
         return model
 
 
-class FoldedAncestorsStrategy(FoldedAncestorsMixin, AddTreeStrategy):
-    """The ``add_tree`` strategy that understands :class:`FoldedAncestors`."""
+def folded_ancestors(options: AddTreeOptions) -> AddTreeStrategy:
+    """The ``add_tree`` strategy of ``options`` that understands
+    :class:`FoldedAncestors`."""
+    return AddTreeStrategy(options, fit=FoldedAncestorsFit.from_options(options))
 
 
-class FoldedAncestorsEpsilonGreedy(FoldedAncestorsMixin, EpsilonGreedy):
+def folded_ancestors_epsilon_greedy(options: AddTreeOptions) -> EpsilonGreedy:
     """:class:`~benchmarks.methods.exploration.EpsilonGreedy`, likewise."""
+    return EpsilonGreedy(options, fit=FoldedAncestorsFit.from_options(options))

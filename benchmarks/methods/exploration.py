@@ -35,14 +35,15 @@ class EpsilonGreedy(AddTreeStrategy):
     Args:
         options: As for :class:`~treebo.add_tree.AddTreeStrategy`.
         epsilon: The probability of a random proposal, in ``[0, 1]``.
+        **parts: The strategy's parts (``fit=`` ...).
     """
 
     name = "add_tree_epsilon_greedy"
 
-    def __init__(self, options: Any = None, epsilon: float = 0.1) -> None:
+    def __init__(self, options: Any = None, epsilon: float = 0.1, **parts: Any) -> None:
         if not 0.0 <= epsilon <= 1.0:
             raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}.")
-        super().__init__(options)
+        super().__init__(options, **parts)
         self.epsilon = epsilon
 
     def _coin(self, observations: Observations) -> torch.Generator | None:

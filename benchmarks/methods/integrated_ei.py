@@ -25,6 +25,7 @@ from torch import Tensor
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from treebo.add_tree import AddTreeStrategy
+from treebo.add_tree.global_search import LogEISearch
 from treebo.add_tree.model import AddTreeGP
 
 from .treebo import PRESETS, register_preset
@@ -103,17 +104,16 @@ def laplace_draws(model: AddTreeGP, k: int, seed: int) -> list[AddTreeGP]:
     return draws
 
 
-class LaplaceEI(AddTreeStrategy):
-    """The default Add-Tree strategy with LogEI integrated over Laplace draws of the
-    hyper-parameters (where the objective is not resolved locally)."""
+class LaplaceLogEISearch(LogEISearch):
+    """LogEI integrated over Laplace draws of the hyper-parameters."""
 
-    name = "add_tree_laplace_ei"
-
-    def acquisition_of(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
+    def acquisition(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
         seed = int(y.shape[-2])  # a new draw per proposal, reproducible
         models = [model, *laplace_draws(model, DRAWS, seed)]
         return IntegratedLogEI(models, best_f=y.max())
 
 
 if "treebo_laplace_ei" not in PRESETS:
-    register_preset("treebo_laplace_ei", LaplaceEI)
+    register_preset(
+        "treebo_laplace_ei", lambda: AddTreeStrategy(search=LaplaceLogEISearch())
+    )

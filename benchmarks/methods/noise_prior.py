@@ -12,10 +12,8 @@ fit, which then explains noise as signal (fitted noise a median 0.32 of the trut
 
 from __future__ import annotations
 
-from typing import Any
-
-from treebo.add_tree import AddTreeStrategy
-from treebo.gp import noise as noise_module
+from treebo.add_tree import AddTreeOptions, AddTreeStrategy
+from treebo.add_tree.fitting import AddTreeFit
 
 from .treebo import PRESETS, register_preset
 
@@ -23,19 +21,11 @@ from .treebo import PRESETS, register_preset
 WIDER_NOISE_PRIOR = (-2.0, 1.0)
 
 
-class NoisePrior(AddTreeStrategy):
-    """The default loop with the inferred noise under ``WIDER_NOISE_PRIOR``."""
-
-    name = "add_tree_noise_prior"
-
-    def build_model(self, *args: Any, **kwargs: Any) -> Any:
-        default = noise_module.INFERRED_NOISE_PRIOR
-        noise_module.INFERRED_NOISE_PRIOR = WIDER_NOISE_PRIOR
-        try:
-            return super().build_model(*args, **kwargs)
-        finally:
-            noise_module.INFERRED_NOISE_PRIOR = default
+def noise_prior(prior: tuple[float, float] = WIDER_NOISE_PRIOR) -> AddTreeStrategy:
+    """The default loop with the inferred noise under ``prior``."""
+    fit = AddTreeFit.from_options(AddTreeOptions(), noise_prior=prior)
+    return AddTreeStrategy(fit=fit)
 
 
 if "treebo_noise_median_0.14" not in PRESETS:
-    register_preset("treebo_noise_median_0.14", NoisePrior)
+    register_preset("treebo_noise_median_0.14", noise_prior)

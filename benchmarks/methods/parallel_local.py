@@ -26,7 +26,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from treebo.add_tree import AddTreeStrategy
+from treebo.add_tree import AddTreeStrategy, LocalStepOptions
 from treebo.add_tree.local_steps import LOCAL_REPEAT_TOL, LocalSteps
 from treebo.add_tree.model import AddTreeGP
 from treebo.strategies.base import Observations, Proposal, is_observed
@@ -71,12 +71,10 @@ class GlobalBelieverLocalSteps(LocalSteps):
 
 
 def _with_local_steps(steps: type[LocalSteps]) -> Callable[[], AddTreeStrategy]:
-    class Variant(AddTreeStrategy):
-        def make_local_steps(self) -> LocalSteps | None:
-            local = self.options.local
-            return None if local is None else steps(local)
+    def variant() -> AddTreeStrategy:
+        return AddTreeStrategy(local_steps=steps(LocalStepOptions()))
 
-    return Variant
+    return variant
 
 
 class LocalFollowsPending(AddTreeStrategy):
@@ -89,9 +87,8 @@ class LocalFollowsPending(AddTreeStrategy):
             incumbent = obs.incumbent
             pending = obs.X_pending.to(obs.X)
             if any(local.is_near(obs.space, x, incumbent) for x in pending):
-                self.noise, self.yvar = obs.noise, obs.yvar
                 model = self.fit(obs)
-                if self.resolves_locally(model):
+                if self.resolves_locally(model, obs.noise):
                     step = local.candidate(obs, obs.X, obs.y, model, pending)
                     if step is not None:
                         return Proposal(step[0], "local")

@@ -20,22 +20,14 @@ Example:
 from __future__ import annotations
 
 from treebo.add_tree import AddTreeStrategy
-from treebo.add_tree.model import AddTreeGP
-from treebo.strategies.base import Observations
 
 from .treebo import PRESETS, register_preset
 
 
-class FenceObserved(AddTreeStrategy):
+def fence_observed() -> AddTreeStrategy:
     """The default Add-Tree loop with every far-out score kept in the model."""
-
-    name = "add_tree_fence"
-
-    def screen(
-        self, observations: Observations
-    ) -> tuple[Observations, AddTreeGP | None]:
-        return observations, None
+    return AddTreeStrategy(screen=None)
 
 
 if "treebo_fence" not in PRESETS:
-    register_preset("treebo_fence", FenceObserved)
+    register_preset("treebo_fence", fence_observed)

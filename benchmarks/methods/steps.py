@@ -24,7 +24,9 @@ from typing import Any
 import torch
 
 from treebo.add_tree import AddTreeOptions, AddTreeStrategy
+from treebo.add_tree.fitting import AddTreeFit
 from treebo.add_tree.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.add_tree.strategy import explores_after_tie
 from treebo.strategies.base import Observations, Proposal
 from treebo.strategies.fitting import WarmStartFit
 
@@ -50,11 +52,21 @@ def has_real_plateau(observations: Observations) -> bool:
     return bool((same_value & differ).any())
 
 
+def explores_off_plateaus(observations: Observations) -> bool:
+    """The exploring step after a tie, except on a run with a real plateau."""
+    if has_real_plateau(observations):
+        return False
+    return explores_after_tie(observations)
+
+
 class StepAware(AddTreeStrategy):
     """The default loop, with local steps and the exploring step after a tie
     turned off on a run whose real parameters show a plateau."""
 
     name = "add_tree_steps"
+
+    def __init__(self, options: Any = None) -> None:
+        super().__init__(options, explore=explores_off_plateaus)
 
     def propose(self, observations: Observations) -> Proposal:
         plateau = has_real_plateau(observations)
@@ -63,11 +75,6 @@ class StepAware(AddTreeStrategy):
             return super().propose(observations)
         finally:
             self.local = local
-
-    def after_tie(self, observations: Observations) -> bool:
-        if has_real_plateau(observations):
-            return False
-        return super().after_tie(observations)
 
 
 def fitted_objective(model: Any, mll_class: type) -> float:
@@ -104,13 +111,10 @@ class TwoStartFit(WarmStartFit):
         return warm
 
 
-class TwoStart(AddTreeStrategy):
+def two_start() -> AddTreeStrategy:
     """The default loop with :class:`TwoStartFit` fits."""
-
-    name = "add_tree_two_start"
-
-    def make_fitter(self) -> WarmStartFit:
-        return TwoStartFit()
+    fit = AddTreeFit.from_options(AddTreeOptions(), make_fitter=TwoStartFit)
+    return AddTreeStrategy(fit=fit)
 
 
 def _register() -> None:
@@ -122,7 +126,7 @@ def _register() -> None:
         lambda: AddTreeStrategy(AddTreeOptions(alternative_kernels=())),
     )
     interactions = replace(LOOP_KERNEL_OPTIONS, ancestor_interactions=True)
-    register_preset("treebo_two_start", TwoStart)
+    register_preset("treebo_two_start", two_start)
     register_preset(
         "treebo_alt_plain",
         lambda: AddTreeStrategy(

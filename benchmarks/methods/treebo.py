@@ -51,8 +51,8 @@ from treebo.treed import TreedOptions, TreedStrategy
 
 from .ancestors import (
     FoldedAncestors,
-    FoldedAncestorsEpsilonGreedy,
-    FoldedAncestorsStrategy,
+    folded_ancestors,
+    folded_ancestors_epsilon_greedy,
 )
 from .exploration import EpsilonGreedy
 
@@ -60,14 +60,13 @@ from .exploration import EpsilonGreedy
 FOLDED = FoldedAncestors(**asdict(LOOP_KERNEL_OPTIONS))
 
 
-class ColdAlternatives(AddTreeStrategy):
+def cold_alternatives() -> AddTreeStrategy:
     """The default loop whose alternative kernels start their first fit from their
     defaults instead of the main fit's hyper-parameters (as before 2026-11-27)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for fitter in self.alternative_fitters:
-            fitter.state = {}  # not None: no nested start; empty: the defaults
+    strategy = AddTreeStrategy()
+    for fitter in strategy.model_fit.alternative_fitters:
+        fitter.state = {}  # not None: no nested start; empty: the defaults
+    return strategy
 
 
 #: ``{name: () -> strategy}``: what ``TreeOptimizer(strategy=...)`` takes (a name or
@@ -80,10 +79,10 @@ PRESETS: dict[str, Callable[[], Any]] = {
     "tree_additive": lambda: "tree_additive",
     "treed": lambda: "treed",
     "treed_warp": lambda: TreedStrategy(TreedOptions(warp=True)),
-    "treebo_inherit": lambda: FoldedAncestorsStrategy(
+    "treebo_inherit": lambda: folded_ancestors(
         AddTreeOptions(kernel=FOLDED, alternative_kernels=(LOOP_KERNEL_OPTIONS,))
     ),
-    "treebo_inherit_only": lambda: FoldedAncestorsStrategy(
+    "treebo_inherit_only": lambda: folded_ancestors(
         AddTreeOptions(kernel=FOLDED, alternative_kernels=())
     ),
     "treebo_plain": lambda: AddTreeStrategy(
@@ -94,12 +93,12 @@ PRESETS: dict[str, Callable[[], Any]] = {
         AddTreeOptions(kernel=replace(LOOP_KERNEL_OPTIONS, share_lengthscales="none"))
     ),
     # Issue 54's check: each alternative kernel's first fit from its defaults.
-    "treebo_cold_alt": lambda: ColdAlternatives(),
+    "treebo_cold_alt": cold_alternatives,
     "jenatton_tree": lambda: "jenatton_tree",
     "jenatton_tree_nonlinear": lambda: "jenatton_tree_nonlinear",
     "independent": lambda: "independent",
     "treebo_eps": lambda: EpsilonGreedy(),
-    "treebo_inherit_eps": lambda: FoldedAncestorsEpsilonGreedy(
+    "treebo_inherit_eps": lambda: folded_ancestors_epsilon_greedy(
         AddTreeOptions(kernel=FOLDED, alternative_kernels=())
     ),
 }

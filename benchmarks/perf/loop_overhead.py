@@ -3,7 +3,7 @@
 1. Loop overhead: the share of a proposal spent outside model fitting and
    acquisition optimization (encoding, bookkeeping, observations), measured
    on P2 (depth-4 tree, 15 vertices) with ``n`` evaluations in the history:
-   ``proposal_seconds - strategy.timings["fit"] - strategy.timings["optimize"]``.
+   ``proposal_seconds - opt.last_timings["fit"] - opt.last_timings["optimize"]``.
 2. Tree index build: ``TreeStructure`` for complete binary trees of 15, 63,
    255 and 511 vertices (one continuous and one choice column per inner
    vertex), and the whole ``AddTreeGP`` construction on 100 points.
@@ -60,7 +60,7 @@ def loop_overhead(n: int, repeats: int) -> None:
     for _ in range(repeats + 1):  # the first proposal fits from scratch
         params = opt.ask()
         trial = opt.tell(params, problem.objective(params))
-        timings = opt.strategy.timings
+        timings = opt.last_timings
         model_time = timings["fit"] + timings["optimize"]
         rows.append((trial.proposal_seconds, model_time))
     rows = rows[1:]

@@ -73,7 +73,7 @@ def time_tree_additive(
         t0 = time.perf_counter()
         params = opt.ask()
         cycle.append(time.perf_counter() - t0)
-        phases.append(dict(opt.strategy.timings))
+        phases.append(dict(opt.last_timings))
         x = torch.tensor([[params[k] for k in names]], dtype=torch.float64)
         opt.tell(params, float(StyblinskiTang(dim=d)(8 * x - 4)))
     rest = phases[1:] or phases

@@ -76,7 +76,7 @@ def main() -> None:
                     t0 = time.perf_counter()
                     opt.ask()
                     total = time.perf_counter() - t0
-                    t = opt.strategy.timings
+                    t = opt.last_timings
                     leaves = opt.strategy.last_model.num_leaves
                     runs.append((total, t["fit"], t["optimize"], leaves))
                 rows.setdefault(method, []).append(min(runs))

@@ -9,7 +9,7 @@ import torch
 from botorch.acquisition import LogExpectedImprovement, UpperConfidenceBound
 from botorch.models import SingleTaskGP
 
-from treebo.add_tree import LocalStepOptions, LocalSteps
+from treebo.add_tree import LocalStepOptions, LocalSteps, LocalStepSettings
 from treebo.add_tree.local_refinement import (
     LocalBox,
     OffsetModel,
@@ -23,14 +23,14 @@ from treebo.test_functions import Jenatton
 def local_step(
     space, X, y, acquisition="ucb", seed=None, **settings
 ) -> torch.Tensor | None:
-    """A local step of ``LocalSteps`` whose class settings (``radius``,
+    """A local step of ``LocalSteps`` whose settings (``radius``,
     ``num_neighbors``, ``beta``) are ``settings``, the rest passed to ``step()``."""
     step_args = {
         k: settings.pop(k)
         for k in ("prior_mean", "prior_resolution", "X_pending")
         if k in settings
     }
-    steps = type("Steps", (LocalSteps,), settings)(LocalStepOptions(mean="constant"))
+    steps = LocalSteps(LocalStepOptions(mean="constant"), LocalStepSettings(**settings))
     return steps.step(space, X, y, acquisition, seed=seed, **step_args)
 
 

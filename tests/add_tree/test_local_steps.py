@@ -14,6 +14,7 @@ from treebo.add_tree import LocalStepOptions
 from treebo.add_tree.local_steps import (
     Failures,
     LocalSteps,
+    LocalStepSettings,
     basin_resolved,
     count_failures,
 )
@@ -65,12 +66,9 @@ def test_local_steps_are_due_after_patience_failed_global_proposals():
     assert not steps.is_due(Failures(1, 0, 0)) and steps.is_due(Failures(2, 0, 0))
 
 
-class _TwoExploringSteps(LocalSteps):
-    acquisitions = ("ucb", "log_ei", "log_ei")
-
-
 def test_acquisitions_are_cycled_over_the_local_steps_so_far():
-    steps = _TwoExploringSteps(LocalStepOptions())
+    two = LocalStepSettings(acquisitions=("ucb", "log_ei", "log_ei"))
+    steps = LocalSteps(LocalStepOptions(), two)
     kinds = ("initial", "bo", "local", "bo", "local")
     assert steps.next_acquisition(kinds[:2]) == "ucb"
     assert steps.next_acquisition(kinds[:3]) == "log_ei"
@@ -79,24 +77,20 @@ def test_acquisitions_are_cycled_over_the_local_steps_so_far():
     assert LocalSteps(LocalStepOptions()).next_acquisition(kinds[:3]) == "log_ei"
 
 
-def test_a_subclass_with_an_unknown_acquisition_is_refused():
-    class Unknown(LocalSteps):
-        acquisitions = ("ei",)
-
-    class Negative(LocalSteps):
-        beta = -1.0
-
+def test_settings_with_an_unknown_acquisition_are_refused():
     with pytest.raises(ValueError, match="acquisitions must be one of"):
-        Unknown(LocalStepOptions())
+        LocalStepSettings(acquisitions=("ei",))
     with pytest.raises(ValueError, match="beta must be a finite number"):
-        Negative(LocalStepOptions())
+        LocalStepSettings(beta=-1.0)
+    with pytest.raises(ValueError, match="at least one"):
+        LocalStepSettings(acquisitions=())
 
 
 def test_near_means_the_same_path_within_the_radius():
     space = Jenatton().space
     x = space.sample(1, seed=0)[0]
     steps = LocalSteps(LocalStepOptions())
-    assert steps.radius == 0.05
+    assert steps.settings.radius == 0.05
     cols = list(space.continuous_columns)
     width = space.bounds[1] - space.bounds[0]
     inside, outside = x.clone(), x.clone()
@@ -139,7 +133,7 @@ def test_the_step_gets_the_options_and_the_global_posterior_mean(monkeypatch, me
         steps.candidate(obs, obs.X, obs.y, None)
 
 
-def test_a_step_uses_the_class_settings(monkeypatch):
+def test_a_step_uses_its_settings(monkeypatch):
     space = Jenatton().space
     X = space.set_paths(space.sample(10, seed=0), torch.zeros(10, dtype=torch.long))
     y = -Jenatton()(X).unsqueeze(-1)
@@ -161,11 +155,11 @@ def test_a_step_uses_the_class_settings(monkeypatch):
     monkeypatch.setattr(local_steps, "local_acquisition", acquisition_spy)
     monkeypatch.setattr(local_steps, "optimize_in_box", optimize_spy)
 
-    class Wider(LocalSteps):
-        beta, noise_floor, radius = 2.0, 1e-7, 0.1
-        num_restarts, raw_samples = 3, 64
-
-    assert Wider(LocalStepOptions()).step(space, X, y, "ucb", seed=5) is None
+    wider = LocalStepSettings(
+        beta=2.0, noise_floor=1e-7, radius=0.1, num_restarts=3, raw_samples=64
+    )
+    steps = LocalSteps(LocalStepOptions(), wider)
+    assert steps.step(space, X, y, "ucb", seed=5) is None
     box = seen["box"]
     width = (space.bounds[1] - space.bounds[0]).to(X)[box.columns]
     assert bool(((box.upper - box.lower) / width <= 0.2 * (1 + 1e-12)).all())
@@ -174,7 +168,7 @@ def test_a_step_uses_the_class_settings(monkeypatch):
     assert seen["best_f"] == y[box.rows].max()
     assert seen["restarts"] == (3, 64) and seen["seed"] == 5
     with pytest.raises(ValueError, match="radius must be > 0"):
-        type("Narrow", (LocalSteps,), {"radius": 0.0})(LocalStepOptions())
+        LocalStepSettings(radius=0.0)
 
 
 def test_a_step_onto_an_evaluated_point_is_dropped(monkeypatch):

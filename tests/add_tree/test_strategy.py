@@ -51,7 +51,7 @@ def rigged(monkeypatch):
     fake = TreeCandidate(rows[own : own + 1], values[own], own, values, rows)
     strategy = add_tree.AddTreeUCBStrategy(AddTreeUCBOptions(basin_patience=1))
     monkeypatch.setattr(strategy, "fit", lambda obs: None)
-    monkeypatch.setattr(strategy, "optimize_acquisition", lambda *a: fake)
+    monkeypatch.setattr(strategy.search, "propose", lambda *a: fake)
     local = {"step": X[1:2] * 0 + rows[own] + 0.01}
     monkeypatch.setattr(strategy.local, "candidate", lambda *a: local["step"])
     return space, X, rows, strategy, local
@@ -76,11 +76,11 @@ def test_a_resolved_basin_sends_the_proposal_to_the_best_other_path(rigged):
     assert torch.equal(proposal.candidate, rows[1])  # second-best path value
     # LogEI never redirects: the same history gives a local step.
     logei = AddTreeStrategy()
-    assert not logei.redirect(add_tree.count_failures(obs.scores, obs.kinds))
+    assert not logei.search.redirect(add_tree.count_failures(obs.scores, obs.kinds))
     # Without a local step, a proposal that repeats an observation gives way
     # to the best path candidate not yet evaluated.
     local["step"] = None
-    strategy.options = dataclasses.replace(strategy.options, basin_patience=None)
+    strategy.search.basin_patience = None
     proposal = strategy.propose(obs)
     assert proposal.kind == "bo" and torch.equal(proposal.candidate, rows[1])
 
@@ -119,17 +119,17 @@ def test_alternative_kernels_are_used_where_they_predict_clearly_better(objectiv
         fitter = WarmStartFit()
         fitter.state = state
         fitted = fitter.fit(
-            lambda floor, k=kernel: strategy.build_model(space, X, obs.y, floor, k),
-            strategy.noise_floor(),
+            lambda floor, k=kernel: strategy.model_fit.build(obs, X, obs.y, floor, k),
+            strategy.model_fit.noise_floor(obs.noise),
         )
         state = fitter.state
         densities[kernel] = loo_log_densities(fitted)
     better = predicts_better(densities[INTERACTING], densities[options.kernel])
     best = INTERACTING if better else options.kernel
-    assert strategy.kernel_options == best
+    assert strategy.model_fit.kernel_in_use == best
     torch.testing.assert_close(loo_log_densities(model), densities[best])
     assert isinstance(model.covar_module, AddTreeKernelSum) == better
-    assert strategy.alternative_fitters[0].state is not None
+    assert strategy.model_fit.alternative_fitters[0].state is not None
     # On these seeded data the interaction terms win exactly where they exist.
     assert better == (objective == "interacting")
 
@@ -144,9 +144,11 @@ def test_the_default_alternative_is_the_kernel_with_interaction_terms():
     assert AddTreeOptions(alternative_kernels=()).alternatives() == ()
     assert AddTreeUCBOptions().alternatives() == ()
     # The strategy fits one model per alternative, warm-started on its own.
-    assert len(AddTreeStrategy().alternative_fitters) == 1
+    assert len(AddTreeStrategy().model_fit.alternative_fitters) == 1
     assert (
-        AddTreeStrategy(AddTreeOptions(alternative_kernels=())).alternative_fitters
+        AddTreeStrategy(
+            AddTreeOptions(alternative_kernels=())
+        ).model_fit.alternative_fitters
         == []
     )
 
@@ -159,8 +161,8 @@ def test_an_alternative_that_changes_nothing_is_not_fitted():
     values = (X - 0.3).square().sum(-1).tolist()
     strategy = AddTreeStrategy(AddTreeOptions(alternative_kernels=(INTERACTING,)))
     strategy.fit(observations(space, X, values, ["init"] * 8))
-    assert strategy.alternative_fitters[0].state is None
-    assert strategy.kernel_options == AddTreeOptions().kernel
+    assert strategy.model_fit.alternative_fitters[0].state is None
+    assert strategy.model_fit.kernel_in_use == AddTreeOptions().kernel
 
 
 def test_a_run_with_alternative_kernels_resumes_exactly(tmp_path):

@@ -21,9 +21,7 @@ def test_the_believer_keeps_the_mean_and_removes_the_variance_at_pending_points(
     model = strategy.fit(obs)
     Xp = problem.space.sample(3, seed=4)
 
-    def rebuild(X, y, floor):
-        return strategy.build_model(problem.space, X, y, floor)
-
+    rebuild = strategy.model_fit.rebuild(obs)
     believer, X_aug, y_aug = believe_pending(model, obs.X, obs.y, Xp, rebuild)
     n = obs.X.shape[0]
     assert torch.equal(X_aug[:n], obs.X) and torch.equal(X_aug[n:], Xp)

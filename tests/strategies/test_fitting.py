@@ -17,7 +17,7 @@ def test_warm_start_state_round_trips_exactly_through_json():
     for _ in range(opt.n_initial + 1):
         params = opt.ask()
         opt.tell(params, problem.objective(params))
-    fitter = opt.strategy.fitter
+    fitter = opt.strategy.model_fit.fitter
     state = json.loads(json.dumps(fitter.state_dict()))
     copy = WarmStartFit()
     copy.load_state_dict(state)

@@ -39,7 +39,7 @@ def test_the_loop_improves_on_its_initial_design_and_learns_a_forest():
     edges = opt.strategy.edges
     assert edges is not None and edges.shape[-1] == 2
     assert [0, 1] in edges.tolist()  # the interacting pair, learned
-    assert set(opt.strategy.timings) == {"fit", "structure", "optimize"}
+    assert set(opt.last_timings) == {"fit", "structure", "optimize"}
 
 
 def test_a_resumed_run_continues_exactly(tmp_path):

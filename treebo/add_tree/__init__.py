@@ -15,13 +15,18 @@ refinement of the incumbent ([`local_refinement`][treebo.add_tree.local_refineme
 [`local_steps`][treebo.add_tree.local_steps]); each vertex's share of the fitted
 model's variance ([`importance`][treebo.add_tree.importance]); and the loop's two
 strategies ([`strategy`][treebo.add_tree.strategy]: ``"add_tree"``, LogEI;
-``"add_tree_ucb"``, Add-Tree-GP-UCB).
+``"add_tree_ucb"``, Add-Tree-GP-UCB), composed of parts: the global model's fitter
+([`fitting`][treebo.add_tree.fitting]), the screen of far-out scores
+([`outliers`][treebo.add_tree.outliers]), the local steps and the global search
+([`global_search`][treebo.add_tree.global_search]).
 """
 
 from treebo.add_tree.acquisition import AddTreeUCB, add_tree_beta, optimize_add_tree_ucb
+from treebo.add_tree.fitting import AddTreeFit
+from treebo.add_tree.global_search import LogEISearch, VertexUCBSearch
 from treebo.add_tree.interaction import AncestorInteractionKernel
 from treebo.add_tree.kernel import AddTreeKernel, AddTreeKernelSum
-from treebo.add_tree.local_steps import LocalSteps
+from treebo.add_tree.local_steps import LocalSteps, LocalStepSettings
 from treebo.add_tree.model import AddTreeGP, BranchWithoutDataWarning, VertexPosterior
 from treebo.add_tree.options import (
     LOOP_KERNEL_OPTIONS,
@@ -34,6 +39,7 @@ from treebo.add_tree.strategy import AddTreeStrategy, AddTreeUCBStrategy
 
 __all__ = [
     "LOOP_KERNEL_OPTIONS",
+    "AddTreeFit",
     "AddTreeGP",
     "AddTreeKernel",
     "AddTreeKernelSum",
@@ -46,8 +52,11 @@ __all__ = [
     "AncestorInteractionKernel",
     "BranchWithoutDataWarning",
     "LocalStepOptions",
+    "LocalStepSettings",
     "LocalSteps",
+    "LogEISearch",
     "VertexPosterior",
+    "VertexUCBSearch",
     "add_tree_beta",
     "optimize_add_tree_ucb",
 ]

@@ -18,7 +18,8 @@ after some failed local steps in a row), so that proposals may move elsewhere.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import ClassVar, NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -36,6 +37,7 @@ from treebo.add_tree.model import AddTreeGP
 from treebo.add_tree.options import LocalStepOptions
 from treebo.space import TreeSpace
 from treebo.strategies.base import Observations, is_observed
+from treebo.strategies.validation import check_count, check_positive
 
 #: Kinds of model-based global proposals.
 GLOBAL_KINDS = ("bo", "away")
@@ -94,14 +96,9 @@ def basin_resolved(failures: Failures, patience: int | None) -> bool:
 LOCAL_REPEAT_TOL = 1e-12
 
 
-class LocalSteps:
-    r"""When and where to refine the incumbent locally.
-
-    The step's settings are class attributes; a subclass changes them (and
-    a strategy whose ``make_local_steps`` returns it uses them).
-
-    Args:
-        options: The [`LocalStepOptions`][treebo.add_tree.options.LocalStepOptions].
+@dataclass(frozen=True)
+class LocalStepSettings:
+    r"""The local step's own settings (where the two Add-Tree strategies agree).
 
     Attributes:
         radius: ``bounds``-normalized $\ell_\infty$ radius that triggers a local step,
@@ -118,6 +115,43 @@ class LocalSteps:
         raw_samples: Random points scored to choose the starts.
 
     Example:
+        >>> LocalStepSettings(radius=0.1).acquisitions
+        ('ucb', 'log_ei')
+    """
+
+    radius: float = 0.05
+    noise_floor: float = 1e-8
+    acquisitions: tuple[str, ...] = ("ucb", "log_ei")
+    beta: float = 0.1
+    num_neighbors: int | None = None
+    num_restarts: int = 4
+    raw_samples: int = 128
+
+    def __post_init__(self) -> None:
+        if not self.radius > 0:
+            raise ValueError(f"radius must be > 0, got {self.radius!r}.")
+        check_positive(self.noise_floor, "noise_floor")
+        if not self.acquisitions:
+            raise ValueError("acquisitions must name at least one acquisition.")
+        for name in self.acquisitions:
+            validate_local_acquisition(name, self.beta, ("acquisitions", "beta"))
+        if self.num_neighbors is not None:
+            check_count(self.num_neighbors, "num_neighbors", 2)
+        check_count(self.num_restarts, "num_restarts", 1)
+        check_count(self.raw_samples, "raw_samples", 1)
+
+
+class LocalSteps:
+    r"""When and where to refine the incumbent locally.
+
+    Args:
+        options: The [`LocalStepOptions`][treebo.add_tree.options.LocalStepOptions]
+            (when steps are due, and the local model's prior mean).
+        settings: The step's
+            [`LocalStepSettings`][treebo.add_tree.local_steps.LocalStepSettings]
+            (radius, noise floor, acquisitions, starts).
+
+    Example:
         >>> from treebo import TreeOptimizer
         >>> from treebo.test_functions import Jenatton
         >>> problem = Jenatton()
@@ -132,20 +166,13 @@ class LocalSteps:
         True
     """
 
-    radius: ClassVar[float] = 0.05
-    noise_floor: ClassVar[float] = 1e-8
-    acquisitions: ClassVar[tuple[str, ...]] = ("ucb", "log_ei")
-    beta: ClassVar[float] = 0.1
-    num_neighbors: ClassVar[int | None] = None
-    num_restarts: ClassVar[int] = 4
-    raw_samples: ClassVar[int] = 128
-
-    def __init__(self, options: LocalStepOptions) -> None:
-        if not self.radius > 0:
-            raise ValueError(f"radius must be > 0, got {self.radius!r}.")
-        for name in self.acquisitions:
-            validate_local_acquisition(name, self.beta, ("acquisitions", "beta"))
+    def __init__(
+        self,
+        options: LocalStepOptions,
+        settings: LocalStepSettings | None = None,
+    ) -> None:
         self.options = options
+        self.settings = LocalStepSettings() if settings is None else settings
 
     def is_due(self, failures: Failures) -> bool:
         """Whether ``options.patience`` failed global proposals ask for a step."""
@@ -153,13 +180,14 @@ class LocalSteps:
         return patience > 0 and failures.global_ >= patience
 
     def is_near(self, space: TreeSpace, candidate: Tensor, incumbent: Tensor) -> bool:
-        """Whether ``candidate`` lies on the incumbent's path within ``radius``."""
-        return linf_distance(space, candidate, incumbent) <= self.radius
+        """Whether ``candidate`` lies on the incumbent's path within the radius."""
+        return linf_distance(space, candidate, incumbent) <= self.settings.radius
 
     def next_acquisition(self, kinds: tuple[str, ...]) -> str:
         """The acquisition of the next step (cycled over the local steps so far)."""
         done = sum(kind == "local" for kind in kinds)
-        return self.acquisitions[done % len(self.acquisitions)]
+        acquisitions = self.settings.acquisitions
+        return acquisitions[done % len(acquisitions)]
 
     def candidate(
         self,
@@ -226,7 +254,7 @@ class LocalSteps:
         X_pending: Tensor | None = None,
     ) -> Tensor | None:
         r"""A candidate near the best observation from a model of its neighbourhood,
-        with this object's settings: the
+        with this object's `settings`: the
         [`neighbourhood()`][treebo.add_tree.local_refinement.neighbourhood], its
         [`LocalBox`][treebo.add_tree.local_refinement.LocalBox], the
         [`fit_local_model()`][treebo.add_tree.local_refinement.fit_local_model] and
@@ -250,17 +278,18 @@ class LocalSteps:
             distinct observations, no spread around the incumbent, or the local
             model cannot be fitted.
         """
-        validate_local_acquisition(acquisition, self.beta)
-        near = neighbourhood(space, X, y, self.num_neighbors)
-        box = None if near is None else LocalBox.around(space, X, near, self.radius)
+        settings = self.settings
+        validate_local_acquisition(acquisition, settings.beta)
+        near = neighbourhood(space, X, y, settings.num_neighbors)
+        box = None if near is None else LocalBox.around(space, X, near, settings.radius)
         if box is None:
             return None
         model = fit_local_model(
-            box, X, y, self.noise_floor, prior_mean, prior_resolution, X_pending
+            box, X, y, settings.noise_floor, prior_mean, prior_resolution, X_pending
         )
         if model is None:
             return None
-        acqf = local_acquisition(model, acquisition, self.beta, y[box.rows].max())
+        acqf = local_acquisition(model, acquisition, settings.beta, y[box.rows].max())
         return optimize_in_box(
-            box, acqf, self.num_restarts, self.raw_samples, seed=seed
+            box, acqf, settings.num_restarts, settings.raw_samples, seed=seed
         )

@@ -154,7 +154,7 @@ class LocalStepOptions:
     neighbourhood: it resolves differences far below the global model's noise floor. The
     two settings here are those in which the two Add-Tree strategies differ; the step's
     own settings (radius, noise floor, acquisitions) are
-    [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]'.
+    [`LocalStepSettings`][treebo.add_tree.local_steps.LocalStepSettings].
 
     Attributes:
         mean: The local model's prior mean: ``"auto"`` fits the residuals of

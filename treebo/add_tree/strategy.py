@@ -24,44 +24,24 @@ Ma & Blaschko (2020).
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
-from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement
+from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import PosteriorStandardDeviation
-from botorch.exceptions import ModelFittingError
 from torch import Tensor
 
-from treebo.add_tree.acquisition import AddTreeUCB, optimize_add_tree_ucb
-from treebo.add_tree.local_steps import (
-    Failures,
-    LocalSteps,
-    basin_resolved,
-    count_failures,
-)
+from treebo.add_tree.fitting import AddTreeFit
+from treebo.add_tree.global_search import LogEISearch, VertexUCBSearch
+from treebo.add_tree.local_steps import LocalSteps, count_failures
 from treebo.add_tree.model import AddTreeGP
-from treebo.add_tree.options import (
-    AddTreeKernelOptions,
-    AddTreeOptions,
-    AddTreeUCBOptions,
-    distinct_kernel,
-)
-from treebo.gp.fit import (
-    loo_log_densities,
-    noise_floor_likelihood,
-    predicts_better,
-)
-from treebo.gp.noise import (
-    DETERMINISTIC_NOISE_FLOOR,
-    INFERRED_NOISE_FLOOR,
-    inferred_noise_likelihood,
-)
-from treebo.optim.mixed import lists_paths, optimize_acqf_mixed_tree
+from treebo.add_tree.options import AddTreeOptions, AddTreeUCBOptions
+from treebo.add_tree.outliers import screen_far_out
 from treebo.optim.pool import optimize_acqf_pool
-from treebo.optim.tree_optimize import TreeCandidate, optimize_acqf_tree
-from treebo.space import TreeSpace
+from treebo.optim.tree_optimize import TreeCandidate
 from treebo.strategies.base import (
     REPEAT_TOL,
     Observations,
@@ -72,9 +52,36 @@ from treebo.strategies.base import (
     register_strategy,
 )
 from treebo.strategies.believer import believe_pending
-from treebo.strategies.far_out import screen_far_out
-from treebo.strategies.fitting import WarmStartFit
 from treebo.strategies.ties import ties_the_best
+
+#: Local steps run where the objective is deterministic, declared or inferred: a
+#: fitted noise variance within this factor of its floor.
+LOCAL_NOISE_FACTOR = 10.0
+
+#: ``screen(observations, fit) -> (observations, model or None)``: the observations
+#: to propose from, and the global model if the screen fitted one.
+Screen = Callable[[Observations, AddTreeFit], tuple[Observations, AddTreeGP | None]]
+
+
+def explores_after_tie(observations: Observations) -> bool:
+    """Whether the next proposal explores: the last evaluation tied the best score
+    exactly ([`treebo.strategies.ties`][treebo.strategies.ties])."""
+    return ties_the_best(observations.y, observations.failed)
+
+
+class _Stopwatch:
+    """Seconds by stage of one proposal (what `Proposal.timings` reports)."""
+
+    def __init__(self) -> None:
+        self.start = self.split = time.perf_counter()
+
+    def fitted(self) -> None:
+        self.split = time.perf_counter()
+
+    def proposal(self, candidate: Tensor, kind: str) -> Proposal:
+        now = time.perf_counter()
+        timings = {"fit": self.split - self.start, "optimize": now - self.split}
+        return Proposal(candidate, kind, timings)
 
 
 @register_strategy
@@ -82,16 +89,30 @@ class AddTreeStrategy(Strategy):
     """LogEI on an [`AddTreeGP`][treebo.add_tree.model.AddTreeGP], with local
     refinement.
 
+    The strategy composes parts, each with one job, built from ``options`` unless
+    given: the global model's fitter, the screen of far-out scores, the local steps
+    and the global search.
+
     Args:
         options: [`AddTreeOptions`][treebo.add_tree.options.AddTreeOptions].
+        fit: The global model's [`AddTreeFit`][treebo.add_tree.fitting.AddTreeFit]
+            (default: ``options.kernel`` with its alternatives).
+        screen: The screen of far-out scores (default
+            [`screen_far_out()`][treebo.add_tree.outliers.screen_far_out]; ``None``:
+            every score stays).
+        local_steps: The [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]
+            (default: those of ``options.local``, none if it is ``None``).
+        search: The global search
+            ([`LogEISearch`][treebo.add_tree.global_search.LogEISearch] by default).
+        explore: ``explore(observations)``: whether the next proposal maximizes the
+            posterior standard deviation instead (default: after an exact tie with
+            the best score,
+            [`explores_after_tie()`][treebo.add_tree.strategy.explores_after_tie]).
         **kwargs: ``device`` and ``dtype`` of the models (default CPU,
             float64).
 
     Attributes:
         last_model: The global model of the last proposal.
-        timings: Seconds spent in the last proposal's ``"fit"`` (global
-            model, believer included) and ``"optimize"`` (acquisition
-            optimization and local step).
 
     Example:
         >>> from treebo import TreeOptimizer
@@ -107,150 +128,69 @@ class AddTreeStrategy(Strategy):
     options_type = AddTreeOptions
     known_noise = True
 
-    #: Local steps run where the objective is deterministic, declared or inferred:
-    #: a fitted noise variance within this factor of its floor.
-    LOCAL_NOISE_FACTOR = 10.0
-
-    def __init__(self, options: AddTreeOptions | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        options: AddTreeOptions | AddTreeUCBOptions | None = None,
+        *,
+        fit: AddTreeFit | None = None,
+        screen: Screen | None = screen_far_out,
+        local_steps: LocalSteps | None = None,
+        search: LogEISearch | None = None,
+        explore: Callable[[Observations], bool] = explores_after_tie,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(options, **kwargs)
         opts = self.options
-        self.fitter = self.make_fitter()
-        self.alternative_fitters = [self.make_fitter() for _ in opts.alternatives()]
-        self.kernel_options = opts.kernel  # of the model in use
-        self.local = self.make_local_steps()
+        self.model_fit = fit or AddTreeFit.from_options(opts)
+        self.screen = screen
+        if local_steps is None and opts.local is not None:
+            local_steps = LocalSteps(opts.local)
+        self.local = local_steps
+        self.search = search or LogEISearch.from_options(opts)
+        self.explore = explore
         self.last_model: AddTreeGP | None = None
-        # The noise declaration of the observations being modelled.
-        self.noise = "infer"
-        self.yvar: Tensor | None = None
 
     # ----------------------------------------------------------------- model
-    def make_local_steps(self) -> LocalSteps | None:
-        """The local refinement of ``options.local`` (``None``: none; a
-        subclass may return a [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]
-        subclass with other step
-        settings)."""
-        local = self.options.local
-        return None if local is None else LocalSteps(local)
-
-    def make_fitter(self) -> WarmStartFit:
-        """The fitter of a model: marginal likelihood, warm-started from its
-        last fit (a subclass may fit otherwise, e.g.
-        ``WarmStartFit(mll_class=LeaveOneOutPseudoLikelihood)``)."""
-        return WarmStartFit()
-
-    def noise_floor(self) -> float:
-        """The global model's noise floor: ``options.noise_floor``, or by the run's
-        ``noise`` (``1e-4`` where inferred, ``1e-6`` where deterministic or
-        known)."""
-        if self.options.noise_floor is not None:
-            return self.options.noise_floor
-        if self.noise == "infer":
-            return INFERRED_NOISE_FLOOR
-        return DETERMINISTIC_NOISE_FLOOR
-
-    def build_model(
-        self,
-        space: TreeSpace,
-        X: Tensor,
-        y: Tensor,
-        noise_floor: float,
-        kernel: AddTreeKernelOptions | None = None,
-    ) -> AddTreeGP:
-        """An unfitted [`AddTreeGP`][treebo.add_tree.model.AddTreeGP] on ``X``, ``y``
-        with the kernel settings ``kernel`` (default: those of the model in use).
-
-        Its likelihood follows the run's ``noise``: the noise is inferred above
-        ``noise_floor``
-        ([`inferred_noise_likelihood()`][treebo.gp.noise.inferred_noise_likelihood]),
-        held near ``noise_floor`` for a deterministic objective
-        ([`noise_floor_likelihood()`][treebo.gp.fit.noise_floor_likelihood]), or
-        fixed at the known variances (``train_Yvar``, at least ``noise_floor``; rows
-        beyond them, believed pending points, at ``noise_floor``).
-        """
-        kernel = self.kernel_options if kernel is None else kernel
-        likelihood, yvar = None, None
-        if self.noise == "infer":
-            likelihood = inferred_noise_likelihood(noise_floor)
-        elif self.noise == "deterministic" or self.yvar is None:
-            likelihood = noise_floor_likelihood(noise_floor)
-        else:
-            yvar = y.new_full(y.shape, noise_floor)
-            known = self.yvar.to(y)[: y.shape[0]]
-            yvar[: known.shape[0]] = known.clamp_min(noise_floor)
-        return AddTreeGP(
-            X,
-            y,
-            space.tree,
-            train_Yvar=yvar,
-            bounds=space.bounds.to(X),
-            categorical_values=space.categorical_values,
-            likelihood=likelihood,
-            **kernel.as_kwargs(),
-        ).to(X)
-
     def fit(self, observations: Observations) -> AddTreeGP:
-        """Fit the global model to the finished evaluations: the model of
-        ``options.kernel``, or of an alternative kernel that predicts the data clearly
-        better in leave-one-out (by more than one standard error of the paired per-point
-        gains:
-        [`predicts_better()`][treebo.gp.fit.predicts_better]). Each fit starts from the
-        previous one of its kernel; an alternative's first, from the main model's
-        (the alternatives add terms to it: the same optimum in a third to a half of the
-        evaluations, measured at 15 to 1000 points)."""
-        space, X, y = observations.space, observations.X, observations.y
-        self.noise, self.yvar = observations.noise, observations.yvar
-        floor, main = self.noise_floor(), self.options.kernel
-        model = self.fitter.fit(lambda f: self.build_model(space, X, y, f, main), floor)
-        chosen = main
-        alternatives = [
-            (kernel, fitter)
-            for kernel, fitter in zip(
-                self.options.alternatives(), self.alternative_fitters, strict=True
-            )
-            if distinct_kernel(kernel, main, space)
-        ]
-        try:
-            best = loo_log_densities(model) if alternatives else None
-        except RuntimeError:  # nothing to compare against: keep the main model
-            best = None
-        if best is not None:
-            for kernel, fitter in alternatives:
-                if fitter.state is None and self.fitter.state is not None:
-                    # The alternative nests the main model (its terms plus
-                    # interactions): its first fit starts from the main fit.
-                    fitter.state = dict(self.fitter.state)
-                try:
-                    other = fitter.fit(
-                        lambda f, k=kernel: self.build_model(space, X, y, f, k), floor
-                    )
-                    densities = loo_log_densities(other)
-                except (ModelFittingError, RuntimeError):  # keep what fitted
-                    continue
-                if predicts_better(densities, best):
-                    model, chosen, best = other, kernel, densities
-        self.kernel_options = chosen
-        self.last_model = model
-        return model
+        """Fit the global model to ``observations``
+        ([`AddTreeFit.fit()`][treebo.add_tree.fitting.AddTreeFit.fit])."""
+        self.last_model = self.model_fit.fit(observations)
+        return self.last_model
 
-    def screen(
+    def believed(
+        self, obs: Observations, model: AddTreeGP | None
+    ) -> tuple[AddTreeGP, Tensor, Tensor]:
+        """The global model of ``obs`` (``model``, or fitted if ``None``) and its
+        training data ``X``, ``y`` (``m x d``, ``m x 1``), with the pending
+        configurations believed at the model's prediction
+        ([`believe_pending()`][treebo.strategies.believer.believe_pending])."""
+        model = self.fit(obs) if model is None else model
+        if not obs.X_pending.shape[0]:
+            return model, obs.X, obs.y
+        rebuild = self.model_fit.rebuild(obs)
+        return believe_pending(model, obs.X, obs.y, obs.X_pending, rebuild)
+
+    def screened(
         self, observations: Observations
     ) -> tuple[Observations, AddTreeGP | None]:
-        """The observations to propose from and the model fitted to them, if any:
-        far-out scores leave the model where the evidence calls them outliers
-        ([`screen_far_out()`][treebo.strategies.far_out.screen_far_out])."""
-        return screen_far_out(observations, self)
+        """``observations`` through the screen, and the model it fitted, if any."""
+        if self.screen is None:
+            return observations, None
+        obs, model = self.screen(observations, self.model_fit)
+        if model is not None:
+            self.last_model = model
+        return obs, model
 
     def predict(self, observations: Observations) -> Prediction | None:
         """The posterior of a model fitted to ``observations`` at their
         configurations, or ``None`` where the model interpolates (a deterministic
         objective, declared or inferred as for local steps: the best observation is
-        then the best guess). The fit runs on a copy of the strategy, so later
+        then the best guess). The fit runs on a copy of the fitter, so later
         proposals stay as they would have been."""
         if observations.noise == "deterministic":
             return None
-        copied = self.scratch_copy()
-        model = copied.fit(observations)
-        if copied.resolves_locally(model):
+        model = copy.deepcopy(self.model_fit).fit(observations)
+        if self.resolves_locally(model, observations.noise):
             return None
         with torch.no_grad():
             posterior = model.posterior(observations.X)
@@ -258,93 +198,93 @@ class AddTreeStrategy(Strategy):
             posterior.mean.squeeze(-1), posterior.variance.squeeze(-1).clamp_min(0.0)
         )
 
-    def resolves_locally(self, model: AddTreeGP | None) -> bool:
+    def resolves_locally(self, model: AddTreeGP | None, noise: str) -> bool:
         """Whether local steps apply: the objective is deterministic, declared so or
-        inferred (``model``'s fitted noise within ``LOCAL_NOISE_FACTOR`` of its
+        inferred (``model``'s fitted noise within `LOCAL_NOISE_FACTOR` of its
         floor); never with known noise."""
-        if self.noise == "deterministic":
+        if noise == "deterministic":
             return True
-        if self.noise != "infer" or model is None:
+        if noise != "infer" or model is None:
             return False
-        noise = float(model.likelihood.noise.detach().max())
-        return noise <= self.LOCAL_NOISE_FACTOR * self.noise_floor()
+        fitted = float(model.likelihood.noise.detach().max())
+        return fitted <= LOCAL_NOISE_FACTOR * self.model_fit.noise_floor(noise)
 
     def state_dict(self) -> dict[str, Any]:
-        state = {"hyperparameters": self.fitter.state_dict()}
-        if self.alternative_fitters:
-            state["alternatives"] = [f.state_dict() for f in self.alternative_fitters]
-        return state
+        return self.model_fit.state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.fitter.load_state_dict(state.get("hyperparameters", {}))
-        saved = state.get("alternatives", [{}] * len(self.alternative_fitters))
-        for fitter, entry in zip(self.alternative_fitters, saved, strict=True):
-            fitter.load_state_dict(entry)
+        self.model_fit.load_state_dict(state)
 
     # -------------------------------------------------------------- proposal
     def propose(self, observations: Observations) -> Proposal:
-        t0 = time.perf_counter()
-        obs, model = self.screen(observations)
-        space, X, y = obs.space, obs.X, obs.y
-        incumbent = obs.incumbent
-        failures = count_failures(obs.scores, obs.kinds)
-        self.noise, self.yvar = obs.noise, obs.yvar
+        """The next configuration: an exploring step after a tie, a local step
+        where one is due, else the global search's proposal (made a local step
+        near the incumbent, moved off a resolved basin, or off a repeat)."""
+        watch = _Stopwatch()
+        obs, model = self.screened(observations)
+        X, y = obs.X, obs.y
         if obs.X_pending.shape[0]:
-            model, X, y = believe_pending(
-                self.fit(obs) if model is None else model,
-                X,
-                y,
-                obs.X_pending,
-                lambda Xa, ya, floor: self.build_model(space, Xa, ya, floor),
-            )
-        if self.after_tie(obs):
-            model = self.fit(obs) if model is None else model
-            t1 = time.perf_counter()
+            model, X, y = self.believed(obs, model)
+        if self.explore(obs):
+            if model is None:
+                model, X, y = self.believed(obs, None)
+            watch.fitted()
             around = X[y.squeeze(-1).topk(min(3, y.shape[0])).indices]
             acqf = PosteriorStandardDeviation(model)
-            cand = self.maximize(acqf, obs, around).candidate[0]
-            self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
-            return Proposal(cand, "explore")
+            candidate = self.search.maximize(acqf, obs, around).candidate[0]
+            return watch.proposal(candidate, "explore")
+        step, model = self.due_local_step(obs, model)
+        if step is not None:
+            watch.fitted()
+            return watch.proposal(step, "local")
+        model = self.fit(obs) if model is None else model
+        watch.fitted()
+        candidate, kind = self.global_proposal(obs, model, X, y)
+        return watch.proposal(candidate, kind)
+
+    def due_local_step(
+        self, obs: Observations, model: AddTreeGP | None
+    ) -> tuple[Tensor | None, AddTreeGP | None]:
+        """A local step where failed global proposals make one due (``d``, else
+        ``None``), and the global model (``model``, or fitted here). The global model
+        decides whether local steps apply where the noise is inferred, and is the
+        local model's mean unless that is constant."""
         local = self.local
-        if local is not None and local.is_due(failures):
-            # The global model decides whether local steps apply where the noise
-            # is inferred, and is the local model's mean unless that is constant.
-            if model is None and (
-                local.options.mean != "constant" or self.noise == "infer"
-            ):
-                model = self.fit(obs)
-            if self.resolves_locally(model):
-                t1 = time.perf_counter()
-                step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
-                if step is not None:
-                    self.timings = {
-                        "fit": t1 - t0,
-                        "optimize": time.perf_counter() - t1,
-                    }
-                    return Proposal(step[0], "local")
-        if model is None:
+        if local is None or not local.is_due(count_failures(obs.scores, obs.kinds)):
+            return None, model
+        if model is None and (local.options.mean != "constant" or obs.noise == "infer"):
             model = self.fit(obs)
-        if local is not None and not self.resolves_locally(model):
-            local = None
-        t1 = time.perf_counter()
+        if not self.resolves_locally(model, obs.noise):
+            return None, model
+        step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
+        return (None if step is None else step[0]), model
+
+    def global_proposal(
+        self, obs: Observations, model: AddTreeGP, X: Tensor, y: Tensor
+    ) -> tuple[Tensor, str]:
+        """The global search's candidate and its kind, after three rules: near the
+        incumbent, a local step (``"local"``) or, with the basin resolved, the best
+        candidate elsewhere (``"away"``); a repeat of an evaluated point gives way to
+        the best path candidate not yet evaluated."""
+        space, incumbent = obs.space, obs.incumbent
+        local = self.local if self.resolves_locally(model, obs.noise) else None
         # Start some optimizer runs near the best observations.
         around = X[y.squeeze(-1).topk(min(3, y.shape[0])).indices]
-        cand = self.optimize_acquisition(model, obs, y, around)
-        candidate, kind = cand.candidate[0], "bo"
+        cand = self.search.propose(model, obs, y, around)
+        candidate = cand.candidate[0]
         near = local is not None and local.is_near(space, candidate, incumbent)
-        if near and self.redirect(failures):
+        if near and self.search.redirect(count_failures(obs.scores, obs.kinds)):
             # The incumbent's basin is resolved: go to the best other basin.
             other = best_path_candidate(
                 cand, lambda row: not local.is_near(space, row, incumbent)
             )
             if other is not None:
-                self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
-                return Proposal(other, "away")
+                return other, "away"
         if near:
             step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
             if step is not None:
-                candidate, kind = step[0], "local"
-        if kind == "bo" and is_observed(space, candidate, X, REPEAT_TOL):
+                return step[0], "local"
+        if is_observed(space, candidate, X, REPEAT_TOL):
             # Re-evaluating a point (or one next to it) teaches the global model
             # of a deterministic objective nothing; Add-Tree-GP-UCB asks for
             # such points because its per-vertex variances do not shrink where
@@ -354,104 +294,41 @@ class AddTreeStrategy(Strategy):
             )
             if other is not None:
                 candidate = other
-        self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
-        return Proposal(candidate, kind)
-
-    def after_tie(self, observations: Observations) -> bool:
-        """Whether the next proposal explores: the last evaluation tied the best
-        score exactly ([`treebo.strategies.ties`][treebo.strategies.ties])."""
-        return ties_the_best(observations.y, observations.failed)
+        return candidate, "bo"
 
     def propose_from(self, observations: Observations, candidates: Tensor) -> Proposal:
         """The pool row of highest
         [`acquisition()`][treebo.add_tree.strategy.AddTreeStrategy.acquisition]
         value (kind ``"explore"`` after a tie with the best score)."""
-        index, _ = optimize_acqf_pool(self.acquisition(observations), candidates)
-        kind = "explore" if self.after_tie(observations) else "bo"
-        return Proposal(candidates[index], kind)
-
-    def acquisition_of(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
-        """The acquisition function of ``model`` fitted to scores ``y``:
-        LogEI over the best score."""
-        return LogExpectedImprovement(model, best_f=y.max())
+        watch = _Stopwatch()
+        acqf = self.acquisition(observations)
+        watch.fitted()
+        index, _ = optimize_acqf_pool(acqf, candidates)
+        kind = "explore" if self.explore(observations) else "bo"
+        return watch.proposal(candidates[index], kind)
 
     def acquisition(self, observations: Observations) -> AcquisitionFunction:
         """The acquisition function on the global model, with pending
         configurations believed at its prediction (what a pool is scored
         with; local steps apply to continuous spaces only): the posterior standard
-        deviation after a tie with the best score, else that of
-        [`acquisition_of()`][treebo.add_tree.strategy.AddTreeStrategy.acquisition_of]."""
-        obs, model = self.screen(observations)
-        model, y = self.fit(obs) if model is None else model, obs.y
-        if obs.X_pending.shape[0]:
-            model, _, y = believe_pending(
-                model,
-                obs.X,
-                y,
-                obs.X_pending,
-                lambda Xa, ya, floor: self.build_model(obs.space, Xa, ya, floor),
-            )
-        if self.after_tie(obs):
+        deviation after a tie with the best score, else the global search's."""
+        obs, model = self.screened(observations)
+        model, _, y = self.believed(obs, model)
+        if self.explore(obs):
             return PosteriorStandardDeviation(model)
-        return self.acquisition_of(model, y)
-
-    def optimize_acquisition(
-        self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
-    ) -> TreeCandidate:
-        """Maximize LogEI (see
-        [`maximize()`][treebo.add_tree.strategy.AddTreeStrategy.maximize])."""
-        return self.maximize(self.acquisition_of(model, y), observations, around)
-
-    def maximize(
-        self, acqf: AcquisitionFunction, observations: Observations, around: Tensor
-    ) -> TreeCandidate:
-        """Maximize ``acqf`` over every path (``num_restarts // 2`` starts each)
-        where the space has few paths and only real parameters, else by
-        alternating continuous and discrete steps; ``around``: configurations some
-        starts are drawn near."""
-        opts = self.options
-        if not lists_paths(observations.space):
-            return self.optimize_mixed(acqf, observations, around)
-        return optimize_acqf_tree(
-            acqf,
-            observations.space,
-            num_restarts=max(1, opts.num_restarts // 2),
-            raw_samples=max(opts.raw_samples // 4, opts.num_restarts),
-            seed=observations.seed,
-            around=around,
-        )
-
-    def optimize_mixed(
-        self,
-        acqf: AcquisitionFunction,
-        observations: Observations,
-        around: Tensor,
-    ) -> TreeCandidate:
-        """Maximize ``acqf`` by alternating continuous and discrete steps
-        ([`optimize_acqf_mixed_tree()`][treebo.optim.mixed.optimize_acqf_mixed_tree])."""
-        return optimize_acqf_mixed_tree(
-            acqf,
-            observations.space,
-            num_restarts=self.options.num_restarts,
-            raw_samples=self.options.raw_samples,
-            seed=observations.seed,
-            around=around,
-        )
-
-    def redirect(self, failures: Failures) -> bool:
-        """Whether a global proposal near the incumbent should go elsewhere
-        (never for LogEI, which leaves a resolved basin by itself)."""
-        return False
+        return self.search.acquisition(model, y)
 
 
 @register_strategy
 class AddTreeUCBStrategy(AddTreeStrategy):
-    """Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020) with local steps.
+    """Add-Tree-GP-UCB (Algorithm 2 of Ma & Blaschko, 2020) with local steps: an
+    [`AddTreeStrategy`][treebo.add_tree.strategy.AddTreeStrategy] whose global search is
+    [`VertexUCBSearch`][treebo.add_tree.global_search.VertexUCBSearch].
 
     Args:
         options: [`AddTreeUCBOptions`][treebo.add_tree.options.AddTreeUCBOptions].
-        **kwargs: ``device`` and ``dtype`` of the models (default CPU,
-            float64).
+        **kwargs: The parts and ``device``, ``dtype``, as for
+            [`AddTreeStrategy`][treebo.add_tree.strategy.AddTreeStrategy].
 
     Example:
         >>> from treebo import TreeOptimizer
@@ -464,35 +341,11 @@ class AddTreeUCBStrategy(AddTreeStrategy):
     name = "add_tree_ucb"
     options_type = AddTreeUCBOptions
 
-    def acquisition_of(self, model: AddTreeGP, y: Tensor) -> AcquisitionFunction:
-        """The sum of the vertex UCBs along a point's path."""
-        return AddTreeUCB(model, beta=self.options.beta, maximize=True)
-
-    def optimize_acquisition(
-        self, model: AddTreeGP, observations: Observations, y: Tensor, around: Tensor
-    ) -> TreeCandidate:
-        """Per-vertex UCB optima, combined by ``options.path_selection`` (over
-        the best paths found by dynamic programming where there are many);
-        on spaces with integer or categorical parameters, the sum of the
-        vertex UCBs along a point's path, maximized by alternating continuous
-        and discrete steps."""
-        opts = self.options
-        acqf = self.acquisition_of(model, y)
-        space = observations.space
-        if space.integer_columns or space.categorical_columns:
-            return self.optimize_mixed(acqf, observations, around)
-        return optimize_add_tree_ucb(
-            acqf,
-            observations.space,
-            num_restarts=opts.num_restarts,
-            raw_samples=opts.raw_samples,
-            seed=observations.seed,
-            around=around,
-            path_selection=opts.path_selection,
-        )
-
-    def redirect(self, failures: Failures) -> bool:
-        return basin_resolved(failures, self.options.basin_patience)
+    def __init__(self, options: AddTreeUCBOptions | None = None, **kwargs: Any) -> None:
+        options = AddTreeUCBOptions() if options is None else options
+        if kwargs.get("search") is None and type(options) is AddTreeUCBOptions:
+            kwargs["search"] = VertexUCBSearch.from_options(options)
+        super().__init__(options, **kwargs)
 
 
 def best_path_candidate(

@@ -202,8 +202,8 @@ class BKTFStrategy(Strategy):
         except ValueError as err:
             raise ModelFittingError(str(err)) from err
         index = grid.unflatten(torch.tensor(flat, device=exclude.device))
-        self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
-        return Proposal(grid.points(index).to(obs.X), "bo")
+        timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
+        return Proposal(grid.points(index).to(obs.X), "bo", timings)
 
     def acquisition(self, observations: Observations) -> AcquisitionFunction:
         """The acquisition at the nearest grid points of the candidates."""

@@ -31,7 +31,9 @@ import torch
 from gpytorch.constraints import GreaterThan
 from gpytorch.likelihoods import GaussianLikelihood
 from gpytorch.priors import LogNormalPrior
+from torch import Tensor
 
+from treebo.gp.fit import noise_floor_likelihood
 from treebo.space import ConfigurationError
 from treebo.space.parameters import as_real_number
 
@@ -101,13 +103,16 @@ def validate_sem(sem: Any, noise: Noise) -> float | None:
 
 
 def inferred_noise_likelihood(
-    noise_floor: float = INFERRED_NOISE_FLOOR, batch_shape: torch.Size | None = None
+    noise_floor: float = INFERRED_NOISE_FLOOR,
+    batch_shape: torch.Size | None = None,
+    prior: tuple[float, float] = INFERRED_NOISE_PRIOR,
 ) -> GaussianLikelihood:
     """A Gaussian likelihood whose noise is inferred (the ``"infer"`` mode above).
 
     Args:
         noise_floor: Lower bound on the noise variance of the standardized outcomes.
         batch_shape: Batch shape of the likelihood (default: none).
+        prior: Location and scale of the log-normal prior of the noise variance.
 
     Example:
         >>> likelihood = inferred_noise_likelihood()
@@ -116,16 +121,71 @@ def inferred_noise_likelihood(
     """
     if not noise_floor > 0:
         raise ValueError(f"noise_floor must be > 0, got {noise_floor}.")
-    loc, scale = INFERRED_NOISE_PRIOR
-    prior = LogNormalPrior(loc=loc, scale=scale)
+    loc, scale = prior
+    noise_prior = LogNormalPrior(loc=loc, scale=scale)
     return GaussianLikelihood(
-        noise_prior=prior,
+        noise_prior=noise_prior,
         # The default softplus transform: the fit's raw parameter is about
         # log(noise) over the noise's range, which L-BFGS-B handles well; on the
         # noise itself (BoTorch's transform=None) fits of tied scores took about
         # seven times the iterations.
         noise_constraint=GreaterThan(
-            noise_floor, initial_value=max(float(prior.mode), 2 * noise_floor)
+            noise_floor, initial_value=max(float(noise_prior.mode), 2 * noise_floor)
         ),
         batch_shape=torch.Size() if batch_shape is None else batch_shape,
     )
+
+
+def default_noise_floor(noise: str) -> float:
+    """The noise floor a declaration implies: `INFERRED_NOISE_FLOOR` where the noise
+    is inferred, `DETERMINISTIC_NOISE_FLOOR` where it is deterministic or known.
+
+    Example:
+        >>> default_noise_floor("infer"), default_noise_floor("known")
+        (0.0001, 1e-06)
+    """
+    return INFERRED_NOISE_FLOOR if noise == "infer" else DETERMINISTIC_NOISE_FLOOR
+
+
+def declared_noise_likelihood(
+    noise: str,
+    noise_floor: float,
+    train_Y: Tensor,
+    train_Yvar: Tensor | None = None,
+    prior: tuple[float, float] = INFERRED_NOISE_PRIOR,
+) -> tuple[GaussianLikelihood | None, Tensor | None]:
+    """What a GP of ``train_Y`` takes for a run's noise declaration: a likelihood, or
+    known noise variances (BoTorch's ``train_Yvar``); the other is ``None``.
+
+    - ``"infer"``:
+      [`inferred_noise_likelihood()`][treebo.gp.noise.inferred_noise_likelihood]
+      above ``noise_floor`` with ``prior``;
+    - ``"deterministic"``, or known noise without variances:
+      [`noise_floor_likelihood()`][treebo.gp.fit.noise_floor_likelihood];
+    - known noise: ``train_Yvar`` clamped to at least ``noise_floor``, with rows of
+      ``train_Y`` beyond it (believed pending configurations) at ``noise_floor``.
+
+    Args:
+        noise: ``Observations.noise``: ``"infer"``, ``"deterministic"`` or
+            ``"known"``.
+        noise_floor: Lower bound on the noise variance of the standardized outcomes.
+        train_Y: ``n x 1`` training targets.
+        train_Yvar: ``m x 1`` known noise variances of the first ``m <= n`` targets.
+        prior: The inferred noise's log-normal prior (location, scale).
+
+    Example:
+        >>> import torch
+        >>> Y = torch.zeros(3, 1, dtype=torch.float64)
+        >>> Yvar = torch.tensor([[0.5], [0.0]], dtype=torch.float64)
+        >>> likelihood, variances = declared_noise_likelihood("known", 1e-6, Y, Yvar)
+        >>> likelihood is None, variances.squeeze(-1).tolist()
+        (True, [0.5, 1e-06, 1e-06])
+    """
+    if noise == "infer":
+        return inferred_noise_likelihood(noise_floor, prior=prior), None
+    if noise == "deterministic" or train_Yvar is None:
+        return noise_floor_likelihood(noise_floor), None
+    yvar = train_Y.new_full(train_Y.shape, noise_floor)
+    known = train_Yvar.to(train_Y)[: train_Y.shape[0]]
+    yvar[: known.shape[0]] = known.clamp_min(noise_floor)
+    return None, yvar

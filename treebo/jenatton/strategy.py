@@ -155,9 +155,10 @@ class _LeafStrategy(Strategy):
             raw_samples=self.options.raw_samples,
             seed=observations.seed,
         )
-        self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
+        timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
         explore = isinstance(acqf, PosteriorStandardDeviation)
-        return Proposal(best.candidate.reshape(-1), "explore" if explore else "bo")
+        kind = "explore" if explore else "bo"
+        return Proposal(best.candidate.reshape(-1), kind, timings)
 
 
 @register_strategy

@@ -190,6 +190,9 @@ class TreeOptimizer:
                 self.strategy.load_state_dict(saved.strategy_state)
                 self._journaled_state = saved.strategy_state
         self._warned_failures = False
+        #: Seconds the last model-based proposal spent, by stage (``"fit"``,
+        #: ``"optimize"``, ...; the strategy's `Proposal.timings`).
+        self.last_timings: dict[str, float] = {}
 
     # ---------------------------------------------------------- ask/tell
     @overload
@@ -294,6 +297,7 @@ class TreeOptimizer:
                     else:
                         pool = fresh.to(self.device, self.dtype)
                         proposal = self.strategy.propose_from(obs, pool)
+                self.last_timings = dict(proposal.timings)
                 candidate = proposal.candidate.detach().cpu().to(torch.float64)
                 if not bool(candidate.isfinite().all()):
                     raise ModelFittingError("the proposal is not finite")

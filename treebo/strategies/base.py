@@ -31,7 +31,8 @@ import importlib
 import importlib.metadata
 import warnings
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, is_dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, is_dataclass
 from typing import Any, ClassVar
 
 import torch
@@ -108,10 +109,14 @@ class Proposal:
     Attributes:
         candidate: ``d`` encoded configuration to evaluate next.
         kind: The trial kind recorded for it (e.g. ``"bo"``).
+        timings: Seconds the proposal spent, by stage (``"fit"``, ``"optimize"``,
+            ...), for benchmarks
+            ([`TreeOptimizer.last_timings`][treebo.loop.optimizer.TreeOptimizer]).
     """
 
     candidate: Tensor
     kind: str
+    timings: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -145,8 +150,6 @@ class Strategy(ABC):
             and for a strategy without a model); what
             [`TreeOptimizer.last_model`][treebo.loop.optimizer.TreeOptimizer.last_model]
             returns.
-        timings: Seconds the last proposal spent, by stage (``"fit"``,
-            ``"optimize"``, ...), for benchmarks.
     """
 
     name: ClassVar[str]
@@ -187,7 +190,6 @@ class Strategy(ABC):
         check_device(self.device)
         self.dtype = dtype
         self.last_model: Any = None
-        self.timings: dict[str, float] = {}
 
     def claim(self) -> Strategy:
         """Mark the strategy as serving one run, and return it.

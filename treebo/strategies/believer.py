@@ -49,9 +49,7 @@ def believe_pending(
         ...     params = opt.ask()
         ...     _ = opt.tell(params, problem.objective(params))
         >>> obs = opt.observations()
-        >>> strategy = opt.strategy
-        >>> def build(X, y, floor):
-        ...     return strategy.build_model(obs.space, X, y, floor)
+        >>> build = opt.strategy.model_fit.rebuild(obs)  # (X, y, floor) -> model
         >>> pending = obs.space.sample(2, seed=1)
         >>> believer, X_aug, y_aug = believe_pending(
         ...     opt.last_model, obs.X, obs.y, pending, build)

@@ -122,8 +122,6 @@ class TreeAdditiveStrategy(Strategy):
         edges: ``E x 2`` the current forest over the parameters (in the order
             of ``space.parameter_names``).
         last_model: The model of the last proposal.
-        timings: Seconds of the last proposal's ``"fit"``, ``"structure"``
-            and ``"optimize"``.
 
     Example:
         >>> from treebo import Real, TreeSpace, Vertex, minimize
@@ -169,25 +167,28 @@ class TreeAdditiveStrategy(Strategy):
         with each learning step; a subclass may refit more often)."""
         return False
 
-    def _model(self, obs: Observations, X: Tensor) -> TreeAdditiveGP:
-        """The model of this proposal: learned, refitted or only conditioned."""
+    def _model(
+        self, obs: Observations, X: Tensor, timings: dict[str, float]
+    ) -> TreeAdditiveGP:
+        """The model of this proposal: learned, refitted or only conditioned (its
+        seconds of ``"fit"`` and ``"structure"`` go into ``timings``)."""
         opts = self.options
         step = obs.X.shape[0] - obs.n_initial
         learn = self.fitter.state is None or step % opts.learn_interval == 0
         refit = learn or self.refit_due(step)
-        self.timings = {"fit": 0.0, "structure": 0.0}
+        timings.update(fit=0.0, structure=0.0)
         t0 = time.perf_counter()
         if not refit:  # condition on the new data, hyper-parameters kept
             model = self._build(X, obs.y, opts.noise_floor)
             model.load_state_dict(self.fitter.state, strict=False)
-            self.timings["fit"] = time.perf_counter() - t0
+            timings["fit"] = time.perf_counter() - t0
             return model.eval()
 
         def build(floor: float) -> TreeAdditiveGP:
             return self._build(X, obs.y, floor)
 
         model = self.fitter.fit(build, opts.noise_floor)
-        self.timings["fit"] = time.perf_counter() - t0
+        timings["fit"] = time.perf_counter() - t0
         if learn and opts.edges is None:
             t1 = time.perf_counter()
             edges = learn_tree_structure(
@@ -199,19 +200,22 @@ class TreeAdditiveStrategy(Strategy):
             changed = self.edges is None or not torch.equal(edges, self.edges)
             self.edges = edges
             t2 = time.perf_counter()
-            self.timings["structure"] = t2 - t1
+            timings["structure"] = t2 - t1
             if changed:  # refit under the new forest
                 model = self.fitter.fit(build, opts.noise_floor)
-                self.timings["fit"] += time.perf_counter() - t2
+                timings["fit"] += time.perf_counter() - t2
         return model
 
-    def unit_acquisition(self, obs: Observations) -> TreeAdditiveUCB:
+    def unit_acquisition(
+        self, obs: Observations, timings: dict[str, float] | None = None
+    ) -> TreeAdditiveUCB:
         """The additive UCB of the model fitted to ``obs``, pending
-        configurations believed, on inputs scaled to the unit cube."""
+        configurations believed, on inputs scaled to the unit cube (the fit's
+        seconds go into ``timings``)."""
         bounds = obs.space.bounds.to(obs.X)
         low, width = bounds[0], bounds[1] - bounds[0]
         X = (obs.X - low) / width
-        model = self._model(obs, X)
+        model = self._model(obs, X, {} if timings is None else timings)
         if not all(bool(p.isfinite().all()) for p in model.parameters()):
             raise ModelFittingError("the tree-additive GP has non-finite parameters")
         if obs.X_pending.shape[0]:
@@ -232,7 +236,8 @@ class TreeAdditiveStrategy(Strategy):
         obs = observations
         bounds = obs.space.bounds.to(obs.X)
         low, width = bounds[0], bounds[1] - bounds[0]
-        acqf = self.unit_acquisition(obs)
+        timings: dict[str, float] = {}
+        acqf = self.unit_acquisition(obs, timings)
         t0 = time.perf_counter()
         unit = torch.stack([torch.zeros_like(low), torch.ones_like(low)])
         points, _ = optimize_acqf_zooming(
@@ -249,8 +254,8 @@ class TreeAdditiveStrategy(Strategy):
         fresh = [
             c for c in candidates if not is_observed(obs.space, c, obs.X, REPEAT_TOL)
         ]
-        self.timings["optimize"] = time.perf_counter() - t0
-        return Proposal((fresh[0] if fresh else candidates[0]).detach(), "bo")
+        timings["optimize"] = time.perf_counter() - t0
+        return Proposal((fresh[0] if fresh else candidates[0]).detach(), "bo", timings)
 
     def state_dict(self) -> dict[str, Any]:
         return {

@@ -101,7 +101,6 @@ class TreedStrategy(Strategy):
 
     Attributes:
         last_model: The model of the last proposal.
-        timings: Seconds of the last proposal's ``"fit"`` and ``"optimize"``.
 
     Example:
         >>> from treebo import Real, TreeSpace, Vertex, minimize
@@ -173,5 +172,5 @@ class TreedStrategy(Strategy):
             num_polish=self.options.num_polish,
             seed=obs.seed,
         )
-        self.timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
-        return Proposal(candidate.reshape(-1), "bo")
+        timings = {"fit": t1 - t0, "optimize": time.perf_counter() - t1}
+        return Proposal(candidate.reshape(-1), "bo", timings)

@@ -1,4 +1,15 @@
-r"""Evidence for outliers: are far-out scores properties of their configurations?
+r"""Far-out scores screened by the evidence: observations of a bad region, or outliers.
+
+The loop raises scores far below the others to Tukey's outer fence before any model sees
+them ([`raise_far_out()`][treebo.loop.outcomes.raise_far_out]). Where a bad region
+produced the score, that is right. Where an evaluation diverged at a good configuration,
+it teaches the model that the parameters the configuration shares with its neighbours
+are bad (on P1(a), one diverged evaluation among the first 30 keeps 3 runs of 10 on a
+worse branch). [`screen_far_out()`][treebo.add_tree.outliers.screen_far_out] lets the
+evidence decide: it fits the model with and without the scores at the fence, and where
+they are better explained as outliers, leaves them out and makes their configurations
+pending (believed at the model's prediction, as Ax treats arms without usable data), so
+that they are not proposed again.
 
 A score far below the others is either a property of its configuration (a region of the
 space that is bad: an unregularized feature map, a learning rate far too small) or an
@@ -38,12 +49,20 @@ Example:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 
 import torch
+from botorch.exceptions import ModelFittingError
 from botorch.models import SingleTaskGP
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
+
+from treebo.add_tree.fitting import AddTreeFit
+from treebo.add_tree.model import AddTreeGP
+from treebo.strategies.base import Observations
+from treebo.strategies.far_out import far_out_rows
 
 #: The mean of the exponential prior over the number of outliers, as a share of the
 #: scores (Ament et al., 2024).
@@ -108,3 +127,68 @@ def outlier_log_odds(
     as_outliers = log_evidence(inliers) + far.sum() - n * math.log(scale)
     as_outliers = as_outliers - k / (OUTLIER_SHARE * n)
     return float(as_outliers - log_evidence(observed))
+
+
+def leave_out(
+    observations: Observations, rows: Tensor
+) -> tuple[Observations, float, float]:
+    """The observations without ``rows``, re-standardized, and the shift ``a`` and
+    scale ``b`` of the new scores ``z = (y - a) / b``. Failed trials keep the worst
+    score; known noise variances are rescaled with the scores.
+
+    Args:
+        observations: What the strategy was given.
+        rows: ``n`` booleans, the rows to leave out (not all successes).
+    """
+    keep = ~rows
+    y, failed = observations.y[keep], observations.failed[keep]
+    good = y[~failed]
+    shift = float(good.mean())
+    scale = float(good.std().clamp_min(1e-12)) if good.numel() > 1 else 1.0
+    z = (y - shift) / scale
+    z = torch.where(failed.unsqueeze(-1), z[~failed].min(), z)
+    yvar, kept = observations.yvar, keep.tolist()
+    reduced = dataclasses.replace(
+        observations,
+        X=observations.X[keep],
+        y=z,
+        failed=failed,
+        kinds=tuple(k for k, b in zip(observations.kinds, kept, strict=True) if b),
+        yvar=None if yvar is None else yvar[keep] / scale**2,
+    )
+    return reduced, shift, scale
+
+
+def screen_far_out(
+    observations: Observations, fit: AddTreeFit
+) -> tuple[Observations, AddTreeGP | None]:
+    """The observations to propose from and the global model fitted to them.
+
+    Without far-out scores nothing is fitted (the model is ``None``). Otherwise a copy
+    of ``fit`` fits the other rows and ``fit`` all rows, each warm-started from its
+    state; where the log odds of "outliers"
+    ([`outlier_log_odds()`][treebo.add_tree.outliers.outlier_log_odds]) are positive,
+    the far-out rows leave the observations, their configurations join the pending
+    ones, and ``fit`` takes the copy's state.
+
+    Args:
+        observations: What the strategy was given.
+        fit: The strategy's [`AddTreeFit`][treebo.add_tree.fitting.AddTreeFit].
+    """
+    rows = far_out_rows(observations.y, observations.failed)
+    if not bool(rows.any()):
+        return observations, None
+    reduced, shift, scale = leave_out(observations, rows)
+    apart = copy.deepcopy(fit)
+    try:
+        inliers = apart.fit(reduced)
+    except (ModelFittingError, RuntimeError, ValueError):  # keep what fits
+        return observations, fit.fit(observations)
+    observed = fit.fit(observations)
+    X_far = observations.X[rows]
+    y_far = (observations.y[rows].squeeze(-1) - shift) / scale
+    if outlier_log_odds(observed, inliers, X_far, y_far, scale) <= 0:
+        return observations, observed
+    vars(fit).update(vars(apart))
+    pending = torch.cat([observations.X_pending, X_far])
+    return dataclasses.replace(reduced, X_pending=pending), inliers
