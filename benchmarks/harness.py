@@ -37,9 +37,9 @@ import numpy as np
 import torch
 
 import treebo
-from treebo.gp.lockstep import run_in_lockstep
 from treebo.loop import initial_design
 from treebo.loop.design import default_initial_size
+from treebo.loop.lockstep import run_in_lockstep
 
 from .methods import run_method
 from .problems import make_problem
@@ -146,7 +146,7 @@ def run_missing(
     returns the new records.
 
     With ``lockstep``, the runs go at once through
-    [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep] (the same values as
+    [`run_in_lockstep()`][treebo.loop.lockstep.run_in_lockstep] (the same values as
     one by one): their records carry ``lockstep_runs`` (the batch's size) and no
     ``proposal_seconds`` (a proposal's wall time then includes the others'), and
     a run that fails is reported and left missing.

@@ -28,7 +28,7 @@ Usage (the ``hpob`` suite of :mod:`benchmarks.suites`)::
     python -m benchmarks.run hpob --methods treebo,random,flat_gp --seeds 0-4
 
 ``--lockstep`` runs every missing run at once with
-:func:`treebo.gp.lockstep.run_in_lockstep` (the fits of runs on the same space
+:func:`treebo.loop.lockstep.run_in_lockstep` (the fits of runs on the same space
 batched; the same rows as one by one): a record's ``wall_seconds`` is then the time
 from the batch's start to the run's end, and ``lockstep_runs`` the batch's size.
 """

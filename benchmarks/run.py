@@ -17,7 +17,7 @@ and resumed. Slow peers (BoTorch's, the high-dimensional vanilla GP) save their
 progress under ``--checkpoint``. With ``--jobs`` the missing runs are listed
 instead, one command per run, for ``python -m benchmarks.shard`` on a many-core
 machine; with ``--lockstep`` they run at once, their model fits batched
-(``treebo.gp.lockstep``).
+(``treebo.loop.lockstep``).
 """
 
 from __future__ import annotations

@@ -200,7 +200,7 @@ def test_block_likelihood_on_cuda_equals_cpu():
 def test_runs_in_lockstep_on_cuda_equal_the_runs_one_by_one():
     from treebo import TreeOptimizer
     from treebo.add_tree import AddTreeStrategy
-    from treebo.gp.lockstep import Lockstep
+    from treebo.loop.lockstep import Lockstep
 
     problem = Jenatton()
 

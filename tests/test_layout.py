@@ -128,6 +128,37 @@ def test_families_do_not_import_each_other():
     assert not crossing
 
 
+def test_the_shared_core_holds_only_code_two_users_share():
+    # A module of the shared core serves at least two of the families and the
+    # loop (directly or through another module of the core); single-family code
+    # lives in its family.
+    core = [
+        m
+        for m in MODULES
+        if layer_of(m)[0] in ("treebo.gp", "treebo.strategies")
+        and not source_of(m).name == "__init__.py"
+    ]
+
+    def reaches(module: str, target: str, seen: set[str]) -> bool:
+        if target in GRAPH[module]:
+            return True
+        inside = [t for t in GRAPH[module] if t in core and t not in seen]
+        seen.update(inside)
+        return any(reaches(t, target, seen) for t in inside)
+
+    users = {
+        m: {
+            layer_of(user)[0]
+            for user in MODULES
+            if layer_of(user)[0] in (*FAMILIES, "treebo.loop")
+            and reaches(user, m, set())
+        }
+        for m in core
+    }
+    assert not {m: u for m, u in users.items() if len(u) < 2}
+    assert not [m for m in core if "threading" in source_of(m).read_text()]
+
+
 def test_the_loop_depends_on_the_strategy_seam_not_on_the_families():
     # The families register themselves when a name is first looked up.
     reaching = [

@@ -3,7 +3,7 @@
 The treebo runs of one HPO-B search space (its test tasks times ``--seeds``, up to
 ``--budget`` rows each, HPO-B's 5 initial rows included) run twice from the same
 global random state: all at once through
-[`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep] (their fits batched), then
+[`run_in_lockstep()`][treebo.loop.lockstep.run_in_lockstep] (their fits batched), then
 one after another. The record holds both wall times, how many runs chose the same rows
 both ways, and the lockstep's rounds, batched evaluations (and how many requests each
 answered on average) and fallbacks. ``--modes lockstep`` times the lockstep alone.
@@ -26,7 +26,7 @@ from benchmarks.hpob import run_method
 from benchmarks.perf import append_record
 from benchmarks.problems.hpob import TEST_TASKS, HPOBTask
 from benchmarks.stats import parse_seeds
-from treebo.gp.lockstep import Lockstep
+from treebo.loop.lockstep import Lockstep
 
 RECORDS = Path(__file__).parent / "records" / "lockstep.jsonl"
 

@@ -37,7 +37,7 @@ from gpytorch.priors import Prior
 from torch import Tensor
 
 from treebo.add_tree.options import validate_sharing
-from treebo.gp.priors import LogNormalPrior
+from treebo.add_tree.priors import LogNormalPrior
 from treebo.space.structure import TreeStructure
 
 

@@ -51,7 +51,8 @@ from treebo.add_tree.features import (
 )
 from treebo.add_tree.hyperparameters import VertexHyperparameters, sharing_groups
 from treebo.add_tree.options import BASE_KERNELS, validate_vertex_bias
-from treebo.gp.correlation import SlotGram, stationary_correlation
+from treebo.add_tree.slot_gram import SlotGram
+from treebo.gp.correlation import stationary_correlation
 from treebo.space.structure import (
     HierarchicalDependencies,
     TreeStructure,

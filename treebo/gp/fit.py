@@ -25,6 +25,8 @@ fits by the marginal likelihood and uses the per-point leave-one-out densities
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 import torch
@@ -38,7 +40,15 @@ from linear_operator.utils.cholesky import psd_safe_cholesky
 from torch import Tensor
 
 from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
-from treebo.gp.lockstep import current_lockstep
+
+#: ``closure(mll) -> BoTorch loss closure`` or ``None``: how
+#: [`fit_model()`][treebo.gp.fit.fit_model] evaluates its objective in the current
+#: context. ``None`` (the default) evaluates it alone; a runner of many runs sets it
+#: in each run's context to evaluate many runs' objectives as one batch
+#: ([`run_in_lockstep()`][treebo.loop.lockstep.run_in_lockstep]).
+objective_closure: ContextVar[Callable[[MarginalLogLikelihood], Callable] | None] = (
+    ContextVar("objective_closure", default=None)
+)
 
 
 class NoiseFloorLikelihood(GaussianLikelihood):
@@ -117,10 +127,10 @@ def fit_model(
             Either adds the log densities of the model's priors.
         **fit_kwargs: Passed to `botorch.fit.fit_gpytorch_mll()` (e.g.
             ``optimizer_kwargs``); its retries with fresh draws from the priors
-            apply to any objective. Inside
-            [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep] the marginal
-            likelihood's evaluations are batched with the other runs' (its
-            ``closure``).
+            apply to any objective. Where `objective_closure` is set (inside
+            [`run_in_lockstep()`][treebo.loop.lockstep.run_in_lockstep]) the
+            objective's evaluations go through its closure, batched with other
+            runs'.
 
     Returns:
         The fitted model, in eval mode.
@@ -140,9 +150,9 @@ def fit_model(
             f"mll_class must be a MarginalLogLikelihood class, got {mll_class!r}."
         )
     objective = mll_class(model.likelihood, model)
-    lockstep = current_lockstep()
-    if lockstep is not None and "closure" not in fit_kwargs:
-        fit_kwargs = {**fit_kwargs, "closure": lockstep.closure(objective)}
+    closure = objective_closure.get()
+    if closure is not None and "closure" not in fit_kwargs:
+        fit_kwargs = {**fit_kwargs, "closure": closure(objective)}
     fit_gpytorch_mll(objective, **fit_kwargs)
     return model.eval()
 

@@ -1,7 +1,7 @@
 import torch
 
 from treebo.add_tree import LOOP_KERNEL_OPTIONS, AddTreeGP
-from treebo.gp.priors import LogNormalPrior
+from treebo.add_tree.priors import LogNormalPrior
 from treebo.test_functions import Jenatton
 
 

@@ -20,7 +20,7 @@ from treebo.gp.exact_mll import (
     CholeskyMarginalLogLikelihood,
     PaddedMarginalLogLikelihood,
 )
-from treebo.gp.lockstep import (
+from treebo.loop.lockstep import (
     Lockstep,
     _Template,
     fingerprint,
@@ -202,7 +202,7 @@ def test_a_failed_batched_evaluation_falls_back_to_each_run_alone(monkeypatch):
     def fail(self, models):
         raise RuntimeError("cholesky failed")
 
-    monkeypatch.setattr("treebo.gp.lockstep._Template.load", fail)
+    monkeypatch.setattr("treebo.loop.lockstep._Template.load", fail)
     torch.set_rng_state(state)
     lockstep = Lockstep([lambda s=s: pool_run(s, pool, budget=6) for s in range(2)])
     outcomes = lockstep.run()

@@ -4,10 +4,12 @@ An experiment of many independent runs (seeds, tasks that share a search space,
 variants of a method) spends most of its time fitting hyper-parameters, and at a few
 dozen points one evaluation of the marginal likelihood and its gradient is mostly
 Python and dispatch overhead, about the same whether the kernel matrix holds one
-run's points or thirty runs'. [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep]
-runs each function in its own thread, one thread at a time, and switches only where a
-fit asks for the marginal likelihood. Once every run has asked (or ended), the
-requests of models with the same [`fingerprint()`][treebo.gp.lockstep.fingerprint]
+run's points or thirty runs'.
+[`run_in_lockstep()`][treebo.loop.lockstep.run_in_lockstep] runs each function in its
+own thread, one thread at a time, and switches only where a fit asks for the marginal
+likelihood (the seam: [`objective_closure`][treebo.gp.fit.objective_closure], set in
+each run's thread). Once every run has asked (or ended), the
+requests of models with the same [`fingerprint()`][treebo.loop.lockstep.fingerprint]
 are evaluated as one model with a batch dimension, the runs' hyper-parameters and data
 stacked along it (runs with fewer points padded to the most, the pads without
 covariance:
@@ -52,6 +54,7 @@ from treebo.gp.exact_mll import (
     CholeskyMarginalLogLikelihood,
     PaddedMarginalLogLikelihood,
 )
+from treebo.gp.fit import objective_closure
 
 T = TypeVar("T")
 
@@ -68,14 +71,7 @@ _POINTWISE = ("noise_covar.noise",)
 #: Attributes that hold each run's data or state (a batched evaluation trains).
 _DATA_ATTRIBUTES = ("train_inputs", "train_targets", "prediction_strategy", "training")
 
-_current = threading.local()
 _fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def current_lockstep() -> Lockstep | None:
-    """The [`Lockstep`][treebo.gp.lockstep.Lockstep] whose run is the calling
-    thread, if any."""
-    return getattr(_current, "lockstep", None)
 
 
 def fingerprint(model: torch.nn.Module) -> tuple:
@@ -144,7 +140,7 @@ def _assign(module: torch.nn.Module, name: str, value: Tensor) -> None:
 
 class _Template:
     """A copy of a model whose parameters and data are replaced by stacks of other
-    models' (of the same [`fingerprint()`][treebo.gp.lockstep.fingerprint])."""
+    models' (of the same [`fingerprint()`][treebo.loop.lockstep.fingerprint])."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         self.model = copy.deepcopy(model)
@@ -210,7 +206,7 @@ def stack_models(models: Sequence[torch.nn.Module]) -> torch.nn.Module:
 
     Args:
         models: ``R`` exact GPs with one output and no batch shape, of one
-            [`fingerprint()`][treebo.gp.lockstep.fingerprint] and with equal numbers
+            [`fingerprint()`][treebo.loop.lockstep.fingerprint] and with equal numbers
             of training points.
 
     Raises:
@@ -252,7 +248,14 @@ class _Request:
 
 class _Context:
     """The global state each run switches in and out: the warnings filters and
-    the global random generators (CPU, CUDA where initialized, NumPy)."""
+    the global random generators (CPU, CUDA where initialized, NumPy).
+
+    A run may be suspended inside a ``warnings.catch_warnings()`` block (BoTorch's
+    fit records its optimizer's warnings in one), and Python 3.11's warnings state
+    is process-wide with no public way to switch it per thread, so the runner
+    switches the module's filters and handlers itself (Python 3.14's
+    context-aware warnings will make this unnecessary).
+    """
 
     def __init__(self) -> None:
         self.save()
@@ -297,7 +300,8 @@ class _Run(threading.Thread):
         self.done = False
 
     def run(self) -> None:
-        _current.lockstep = self.lockstep
+        # The seam: fits in this thread (its own context) go through the lockstep.
+        objective_closure.set(self.lockstep.closure)
         self.resume.wait()
         self.resume.clear()
         self.context.restore()
@@ -322,7 +326,7 @@ class _Run(threading.Thread):
 class Lockstep:
     """Runs functions in lockstep, their model fits batched (module docstring).
 
-    Most code calls [`run_in_lockstep()`][treebo.gp.lockstep.run_in_lockstep].
+    Most code calls [`run_in_lockstep()`][treebo.loop.lockstep.run_in_lockstep].
 
     Args:
         functions: Callables without arguments.
