@@ -52,9 +52,23 @@ def test_bad_declarations_are_refused_by_name_before_any_evaluation(noise):
     assert calls == []
 
 
-def test_known_noise_is_refused_by_a_model_that_cannot_take_it():
-    with pytest.raises(ConfigurationError, match="noise: strategy='jenatton_tree'"):
-        TreeOptimizer(Jenatton().space, strategy="jenatton_tree", noise=0.1)
+@pytest.mark.parametrize(
+    "strategy", ["jenatton_tree", "independent", "treed", "tree_additive", "bktf"]
+)
+@pytest.mark.parametrize("noise", [0.1, "deterministic"])
+def test_a_declaration_a_strategy_cannot_honour_is_refused_by_name(strategy, noise):
+    from treebo import Real, TreeSpace, Vertex
+
+    space = TreeSpace(Vertex([Real("a", 0.0, 1.0), Real("b", 0.0, 1.0)]))
+    with pytest.raises(ConfigurationError, match=f"noise: strategy='{strategy}'"):
+        TreeOptimizer(space, strategy=strategy, noise=noise)
+    calls = []
+    with pytest.raises(ConfigurationError, match="noise"):
+        minimize(
+            lambda p: calls.append(p) or 0.0, space, 5, strategy=strategy, noise=noise
+        )
+    assert calls == []
+    TreeOptimizer(space, strategy=strategy, noise="infer")  # what they honour
 
 
 def test_a_standard_error_needs_known_noise_and_a_real_value():

@@ -126,7 +126,7 @@ class AddTreeStrategy(Strategy):
 
     name = "add_tree"
     options_type = AddTreeOptions
-    known_noise = True
+    noise_declarations = frozenset({"infer", "deterministic", "known"})
 
     def __init__(
         self,

@@ -139,10 +139,19 @@ class TreeOptimizer:
         self.noise = validate_noise(noise)
         self.strategy = resolve_strategy(strategy, model).claim()
         self.strategy.validate_space(space)
-        if not isinstance(self.noise, str) and not self.strategy.known_noise:
+        declared = self.noise if isinstance(self.noise, str) else "known"
+        if declared not in self.strategy.noise_declarations:
+            what = {
+                "deterministic": "hold the noise at a floor (noise='deterministic')",
+                "known": "take known noise variances (noise=<variance>)",
+                "infer": "infer the noise (noise='infer')",
+            }[declared]
+            honoured = ", ".join(
+                repr(d) for d in sorted(self.strategy.noise_declarations)
+            )
             raise ConfigurationError(
-                f"noise: strategy={self.strategy.name!r} cannot take known noise "
-                "variances; use noise='infer' or an Add-Tree model."
+                f"noise: strategy={self.strategy.name!r} cannot {what}; it honours "
+                f"noise={honoured}. The Add-Tree strategies honour every declaration."
             )
         n_initial = initial_size(space, n_initial)
         seed = None if seed is None else check_count(seed, "seed", 0, MAX_SEED)

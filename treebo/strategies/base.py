@@ -154,9 +154,12 @@ class Strategy(ABC):
 
     name: ClassVar[str]
     options_type: ClassVar[type]
-    #: Whether the strategy's models take known noise variances
-    #: (``Observations.yvar``); the loop refuses ``noise=<variance>`` otherwise.
-    known_noise: ClassVar[bool] = False
+    #: The noise declarations the strategy's models honour: ``"infer"`` (the models
+    #: fit the noise), ``"deterministic"`` (the noise held near a floor, so that
+    #: the models interpolate) and ``"known"`` (``noise=<variance>``:
+    #: ``Observations.yvar``). The loop refuses the others by name, before any
+    #: evaluation.
+    noise_declarations: ClassVar[frozenset[str]] = frozenset({"infer"})
     #: Whether proposals avoid ``Observations.X_pending`` (configurations asked for
     #: and not yet told), so that ``ask(n)`` returns a batch of distinct ones; the
     #: loop refuses ``ask(n > 1)`` otherwise.
