@@ -175,7 +175,8 @@ def test_a_diverged_evaluation_leaves_the_model_and_is_not_proposed_again():
     strategy = AddTreeStrategy()
     screened, model = strategy.screened(obs)
     assert screened.X.shape[0] == 19
-    assert torch.equal(screened.X_pending, obs.X[3:4])
+    assert torch.equal(screened.X_left_out, obs.X[3:4])
+    assert torch.equal(screened.X_unseen, obs.X[3:4])  # no pending: only it
     assert model.train_inputs[0].shape[0] == 19
     assert strategy.last_model is model
 

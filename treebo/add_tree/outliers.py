@@ -7,9 +7,10 @@ it teaches the model that the parameters the configuration shares with its neigh
 are bad (on P1(a), one diverged evaluation among the first 30 keeps 3 runs of 10 on a
 worse branch). [`screen_far_out()`][treebo.add_tree.outliers.screen_far_out] lets the
 evidence decide: it fits the model with and without the scores at the fence, and where
-they are better explained as outliers, leaves them out and makes their configurations
-pending (believed at the model's prediction, as Ax treats arms without usable data), so
-that they are not proposed again.
+they are better explained as outliers, leaves them out and keeps their configurations
+in ``Observations.X_left_out``: the strategy believes them at the model's prediction,
+as pending ones (as Ax treats arms without usable data), so that they are not proposed
+again.
 
 A score far below the others is either a property of its configuration (a region of the
 space that is bad: an unregularized feature map, a learning rate far too small) or an
@@ -168,8 +169,8 @@ def screen_far_out(
     of ``fit`` fits the other rows and ``fit`` all rows, each warm-started from its
     state; where the log odds of "outliers"
     ([`outlier_log_odds()`][treebo.add_tree.outliers.outlier_log_odds]) are positive,
-    the far-out rows leave the observations, their configurations join the pending
-    ones, and ``fit`` takes the copy's state.
+    the far-out rows leave the observations for ``X_left_out``, and ``fit`` takes
+    the copy's state.
 
     Args:
         observations: What the strategy was given.
@@ -190,5 +191,4 @@ def screen_far_out(
     if outlier_log_odds(observed, inliers, X_far, y_far, scale) <= 0:
         return observations, observed
     vars(fit).update(vars(apart))
-    pending = torch.cat([observations.X_pending, X_far])
-    return dataclasses.replace(reduced, X_pending=pending), inliers
+    return dataclasses.replace(reduced, X_left_out=X_far), inliers

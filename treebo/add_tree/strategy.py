@@ -165,10 +165,10 @@ class AddTreeStrategy(Strategy):
         configurations believed at the model's prediction
         ([`believe_pending()`][treebo.strategies.believer.believe_pending])."""
         model = self.fit(obs) if model is None else model
-        if not obs.X_pending.shape[0]:
+        if not obs.X_unseen.shape[0]:
             return model, obs.X, obs.y
         rebuild = self.model_fit.rebuild(obs)
-        return believe_pending(model, obs.X, obs.y, obs.X_pending, rebuild)
+        return believe_pending(model, obs.X, obs.y, obs.X_unseen, rebuild)
 
     def screened(
         self, observations: Observations
@@ -223,7 +223,7 @@ class AddTreeStrategy(Strategy):
         watch = _Stopwatch()
         obs, model = self.screened(observations)
         X, y = obs.X, obs.y
-        if obs.X_pending.shape[0]:
+        if obs.X_unseen.shape[0]:
             model, X, y = self.believed(obs, model)
         if self.explore(obs):
             if model is None:
@@ -256,7 +256,7 @@ class AddTreeStrategy(Strategy):
             model = self.fit(obs)
         if not self.resolves_locally(model, obs.noise):
             return None, model
-        step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
+        step = local.candidate(obs, obs.X, obs.y, model, obs.X_unseen)
         return (None if step is None else step[0]), model
 
     def global_proposal(
@@ -281,7 +281,7 @@ class AddTreeStrategy(Strategy):
             if other is not None:
                 return other, "away"
         if near:
-            step = local.candidate(obs, obs.X, obs.y, model, obs.X_pending)
+            step = local.candidate(obs, obs.X, obs.y, model, obs.X_unseen)
             if step is not None:
                 return step[0], "local"
         if is_observed(space, candidate, X, REPEAT_TOL):

@@ -78,6 +78,10 @@ class Observations:
             ``"deterministic"`` or ``"known"``.
         yvar: With known noise, ``n x 1`` noise variances of ``y`` (on its
             standardized scale), else ``None``.
+        X_left_out: ``k x d`` configurations that were evaluated but whose scores a
+            strategy left out of its model (outliers,
+            [`screen_far_out()`][treebo.add_tree.outliers.screen_far_out]), or
+            ``None``: like pending ones, they are not proposed again.
     """
 
     space: TreeSpace
@@ -90,11 +94,20 @@ class Observations:
     n_initial: int
     noise: str = "infer"
     yvar: Tensor | None = None
+    X_left_out: Tensor | None = None
 
     @property
     def incumbent(self) -> Tensor:
         """``d``: the best configuration so far (the first of equals)."""
         return self.X[int(self.y.squeeze(-1).argmax())]
+
+    @property
+    def X_unseen(self) -> Tensor:
+        """``(p + k) x d``: the configurations a model must not see and a proposal
+        must avoid, the pending ones and those left out."""
+        if self.X_left_out is None:
+            return self.X_pending
+        return torch.cat([self.X_pending, self.X_left_out.to(self.X_pending)])
 
     @property
     def scores(self) -> Tensor:
