@@ -20,13 +20,8 @@ from treebo.gp.exact_mll import (
     CholeskyMarginalLogLikelihood,
     PaddedMarginalLogLikelihood,
 )
-from treebo.loop.lockstep import (
-    Lockstep,
-    _Template,
-    fingerprint,
-    run_in_lockstep,
-    stack_models,
-)
+from treebo.loop.lockstep import Lockstep, run_in_lockstep
+from treebo.loop.stacking import ModelStack, fingerprint, stack_models
 from treebo.test_functions import Jenatton
 
 DEPS = {0: {0: [1, 2], 1: [3]}}
@@ -92,7 +87,7 @@ def test_models_with_fewer_points_are_padded_to_their_own_value_and_gradient(
     known_noise,
 ):
     models = add_tree_models(n=9, known_noise=known_noise, more=4)  # 9, 13, 17
-    batched = _Template(models[0]).load(models)
+    batched = ModelStack(models[0]).load(models)
     assert batched.train_inputs[0].shape == (3, 17, 4)
     sizes = torch.tensor([9.0, 13.0, 17.0], dtype=torch.float64)
     mll = PaddedMarginalLogLikelihood(batched.likelihood, batched, sizes).train()
@@ -202,7 +197,7 @@ def test_a_failed_batched_evaluation_falls_back_to_each_run_alone(monkeypatch):
     def fail(self, models):
         raise RuntimeError("cholesky failed")
 
-    monkeypatch.setattr("treebo.loop.lockstep._Template.load", fail)
+    monkeypatch.setattr("treebo.loop.stacking.ModelStack.load", fail)
     torch.set_rng_state(state)
     lockstep = Lockstep([lambda s=s: pool_run(s, pool, budget=6) for s in range(2)])
     outcomes = lockstep.run()

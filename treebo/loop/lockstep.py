@@ -1,4 +1,4 @@
-r"""Many BO runs at once: their model fits evaluated as batched models.
+r"""Many BO runs at once: their model fits and acquisitions evaluated as batched models.
 
 An experiment of many independent runs (seeds, tasks that share a search space,
 variants of a method) spends most of its time fitting hyper-parameters, and at a few
@@ -7,9 +7,11 @@ Python and dispatch overhead, about the same whether the kernel matrix holds one
 run's points or thirty runs'.
 [`run_in_lockstep()`][treebo.loop.lockstep.run_in_lockstep] runs each function in its
 own thread, one thread at a time, and switches only where a fit asks for the marginal
-likelihood (the seam: [`objective_closure`][treebo.gp.fit.objective_closure], set in
-each run's thread). Once every run has asked (or ended), the
-requests of models with the same [`fingerprint()`][treebo.loop.lockstep.fingerprint]
+likelihood or an acquisition maximizer for its value and gradient (the seams:
+[`objective_closure`][treebo.gp.fit.objective_closure] and
+[`function_evaluation`][treebo.optim.lbfgsb.function_evaluation], set in each run's
+thread). Once every run has asked (or ended), the marginal-likelihood
+requests of models with the same [`fingerprint()`][treebo.loop.stacking.fingerprint]
 are evaluated as one model with a batch dimension, the runs' hyper-parameters and data
 stacked along it (runs with fewer points padded to the most, the pads without
 covariance:
@@ -29,8 +31,11 @@ alone: the results equal the one-by-one runs' up to the last bits of the batched
 arithmetic. Each run sees its own warnings filters and its own global random state
 (both started from the caller's), so BoTorch's retries behave as in a run alone. A
 batched evaluation that fails or warns (a Cholesky factor that needs jitter) is not
-used: each run in it evaluates its own model instead. Everything else (the
-acquisition, the loop's bookkeeping) runs in each run's thread, one run at a time.
+used: each run in it evaluates its own model instead. The acquisitions' evaluations
+are batched likewise
+([`treebo.loop.batched_acquisition`][treebo.loop.batched_acquisition]). Everything else
+(raw samples, local steps, the loop's bookkeeping) runs in each run's thread, one run at
+a time.
 """
 
 from __future__ import annotations
@@ -38,7 +43,6 @@ from __future__ import annotations
 import copy
 import threading
 import warnings
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -55,186 +59,18 @@ from treebo.gp.exact_mll import (
     PaddedMarginalLogLikelihood,
 )
 from treebo.gp.fit import objective_closure
+from treebo.loop.batched_acquisition import (
+    AcquisitionBatcher,
+    AcquisitionRequest,
+    batchable,
+)
+from treebo.loop.stacking import ModelStack, fingerprint
+from treebo.optim.lbfgsb import function_evaluation, value_and_gradient
 
 T = TypeVar("T")
 
 #: The objectives whose evaluations are batched (others evaluate one by one).
 BATCHED_OBJECTIVES = (ExactMarginalLogLikelihood, CholeskyMarginalLogLikelihood)
-
-#: Tensors (buffers or attributes) that hold each run's data, stacked along the batch
-#: dimension: the known noise of a fixed-noise likelihood, the outcome transform's
-#: statistics (a fit does not read them; a stacked model's posterior does).
-_DATA_TENSORS = ("noise_covar.noise", "outcome_transform.means")
-_DATA_TENSORS += ("outcome_transform.stdvs", "outcome_transform._stdvs_sq")
-#: Data tensors with a value per training point (padded with ones).
-_POINTWISE = ("noise_covar.noise",)
-#: Attributes that hold each run's data or state (a batched evaluation trains).
-_DATA_ATTRIBUTES = ("train_inputs", "train_targets", "prediction_strategy", "training")
-
-_fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def fingerprint(model: torch.nn.Module) -> tuple:
-    """What models must share to be stacked: every submodule's class, settings
-    (public attributes of simple types and tensors), parameter shapes and buffers,
-    except the data of each run (training inputs and targets, known noise and the
-    outcome transform's statistics) and the train or eval mode.
-
-    Computed once per model object.
-    """
-    cached = _fingerprints.get(model)
-    if cached is None:
-        parts: list[Any] = [model.train_inputs[0].shape[-1]]
-        for name, module in model.named_modules():
-            parts.append((name, type(module).__qualname__))
-            for key, value in sorted(vars(module).items()):
-                if key.startswith("_") or key in _DATA_ATTRIBUTES:
-                    continue
-                if f"{name}.{key}".endswith(_DATA_TENSORS):
-                    value = (value.dtype, value.dim())
-                parts.append((key, _describe(value)))
-            for key, p in module._parameters.items():
-                parts.append((key, None if p is None else (tuple(p.shape), p.dtype)))
-            for key, b in module._buffers.items():
-                full = f"{name}.{key}" if name else key
-                if b is None:
-                    continue
-                data = full.endswith(_DATA_TENSORS)
-                parts.append((key, (b.dtype, b.dim()) if data else _describe(b)))
-        cached = _fingerprints[model] = tuple(parts)
-    return cached
-
-
-def _describe(value: Any) -> Any:
-    """A hashable description of a module attribute."""
-    if isinstance(value, Tensor):
-        array = value.detach().cpu()
-        return (tuple(array.shape), str(array.dtype), array.numpy().tobytes())
-    if value is None or isinstance(value, bool | int | float | str | torch.dtype):
-        return value
-    if isinstance(value, tuple | list):
-        return tuple(_describe(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((repr(k), _describe(v)) for k, v in value.items()))
-    return type(value).__qualname__
-
-
-def _lookup(module: torch.nn.Module, name: str) -> Tensor:
-    *path, leaf = name.split(".")
-    for part in path:
-        module = getattr(module, part)
-    return getattr(module, leaf)
-
-
-def _assign(module: torch.nn.Module, name: str, value: Tensor) -> None:
-    *path, leaf = name.split(".")
-    for part in path:
-        module = getattr(module, part)
-    if isinstance(value, torch.nn.Parameter):
-        module.register_parameter(leaf, value)
-    elif leaf in module._buffers:
-        module.register_buffer(leaf, value)
-    else:
-        setattr(module, leaf, value)
-
-
-class _Template:
-    """A copy of a model whose parameters and data are replaced by stacks of other
-    models' (of the same [`fingerprint()`][treebo.loop.lockstep.fingerprint])."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        self.model = copy.deepcopy(model)
-        self.parameter_names = [n for n, _ in model.named_parameters()]
-        self.data_tensors = [
-            f"{name}.{key}" if name else key
-            for name, module in model.named_modules()
-            for key, value in [*module._buffers.items(), *vars(module).items()]
-            if isinstance(value, Tensor) and f"{name}.{key}".endswith(_DATA_TENSORS)
-        ]
-        self.batch_shapes = []  # kernels, means, likelihoods with a batch shape
-        for module in self.model.modules():
-            shape = getattr(module, "batch_shape", None)
-            if module is self.model or not isinstance(shape, torch.Size):
-                continue
-            try:
-                module.batch_shape = shape
-            except AttributeError:  # derived from other attributes
-                continue
-            self.batch_shapes.append((module, shape))
-
-    def load(self, models: Sequence[torch.nn.Module]) -> torch.nn.Module:
-        """The copy with ``models``' hyper-parameters, data buffers and training
-        data stacked along a new leading dimension, those with fewer training points
-        padded to the most (inputs with copies of their first point, targets with
-        zeros, known noise with ones)."""
-        batched = self.model
-        n = max(int(m.train_targets.shape[-1]) for m in models)
-        with torch.no_grad():
-            for name in self.parameter_names:
-                stacked = torch.stack([_lookup(m, name) for m in models])
-                _assign(batched, name, torch.nn.Parameter(stacked))
-            for name in self.data_tensors:
-                tensors = [_lookup(m, name) for m in models]
-                if name.endswith(_POINTWISE) and all(
-                    t.shape[-1] == m.train_targets.shape[-1]
-                    for t, m in zip(tensors, models, strict=True)
-                ):
-                    tensors = [_grow(t, n, 1.0) for t in tensors]
-                _assign(batched, name, torch.stack(tensors))
-        X = torch.stack([_grow(m.train_inputs[0], n) for m in models])
-        y = torch.stack([_grow(m.train_targets, n, 0.0) for m in models])
-        batched.set_train_data(inputs=(X,), targets=y, strict=False)
-        for module, shape in self.batch_shapes:
-            module.batch_shape = torch.Size([len(models)]) + shape
-        return batched
-
-
-def _grow(tensor: Tensor, size: int, fill: float | None = None) -> Tensor:
-    """``tensor`` padded to ``size`` entries: ``n x d`` inputs (no ``fill``) with
-    copies of their first row, other tensors along their last dimension with
-    ``fill``."""
-    if fill is None:  # n x d inputs: copies of the first point
-        pads = tensor[:1].expand(size - tensor.shape[-2], tensor.shape[-1])
-        return torch.cat([tensor, pads], dim=-2)
-    pads = tensor.new_full((*tensor.shape[:-1], size - tensor.shape[-1]), fill)
-    return torch.cat([tensor, pads], dim=-1)
-
-
-def stack_models(models: Sequence[torch.nn.Module]) -> torch.nn.Module:
-    """One model with a leading batch dimension holding ``models``' hyper-parameters
-    and training data.
-
-    Args:
-        models: ``R`` exact GPs with one output and no batch shape, of one
-            [`fingerprint()`][treebo.loop.lockstep.fingerprint] and with equal numbers
-            of training points.
-
-    Raises:
-        ValueError: If ``models`` have different numbers of training points or
-            fingerprints.
-
-    Returns:
-        A copy of ``models[0]`` whose parameters are ``R x ...`` stacks of the models'
-        (new leaf tensors), trained on the ``R x n x d`` stacked inputs and ``R x n``
-        targets, with the models' known noise and outcome transforms' statistics:
-        its marginal likelihood is the ``R`` models' values, and its posterior at
-        ``R x q x d`` points each model's at its ``q``.
-
-    Example:
-        >>> from botorch.models import SingleTaskGP
-        >>> X = torch.rand(2, 10, 1, dtype=torch.float64)
-        >>> models = [SingleTaskGP(x, torch.sin(6 * x)) for x in X]
-        >>> stack_models(models).covar_module.raw_lengthscale.shape
-        torch.Size([2, 1, 1])
-    """
-    sizes = {int(m.train_targets.shape[-1]) for m in models}
-    if len(sizes) > 1:
-        raise ValueError(
-            f"models must have equal numbers of training points, got {sorted(sizes)}."
-        )
-    if len({fingerprint(m) for m in models}) > 1:
-        raise ValueError("models must share one fingerprint (class, settings, shapes).")
-    return _Template(models[0]).load(models)
 
 
 @dataclass
@@ -294,14 +130,16 @@ class _Run(threading.Thread):
         self.lockstep, self.function = lockstep, function
         self.resume = threading.Event()
         self.context = lockstep.context.copy()
-        self.request: _Request | None = None
+        self.request: _Request | AcquisitionRequest | None = None
         self.result: Any = None
         self.error: BaseException | None = None
         self.done = False
 
     def run(self) -> None:
-        # The seam: fits in this thread (its own context) go through the lockstep.
+        # The seams: fits and acquisition maximizers in this thread (its own
+        # context) evaluate through the lockstep.
         objective_closure.set(self.lockstep.closure)
+        function_evaluation.set(self.lockstep.evaluation)
         self.resume.wait()
         self.resume.clear()
         self.context.restore()
@@ -313,7 +151,7 @@ class _Run(threading.Thread):
             self.done = True
             self.lockstep.yielded.set()
 
-    def ask(self, request: _Request) -> None:
+    def ask(self, request: _Request | AcquisitionRequest) -> None:
         """Hand the baton back with ``request`` and wait to resume."""
         self.request = request
         self.context.save()
@@ -344,8 +182,9 @@ class Lockstep:
         self.context = _Context()
         self.yielded = threading.Event()
         self.runs = [_Run(self, f) for f in functions]
-        self.templates: dict[tuple, _Template] = {}
+        self.templates: dict[tuple, ModelStack] = {}
         self.rounds = self.evaluations = self.batched = self.fallbacks = 0
+        self.acquisitions = AcquisitionBatcher()
 
     def closure(
         self, mll: ExactMarginalLogLikelihood
@@ -370,6 +209,22 @@ class Lockstep:
             return request.result
 
         return closure
+
+    def evaluation(
+        self, fun: Callable[[Tensor], Tensor], x: Tensor
+    ) -> tuple[Tensor, Tensor]:
+        """The sum of ``fun(x)`` and its gradient (what
+        [`maximize_batched()`][treebo.optim.lbfgsb.maximize_batched] asks for),
+        evaluated with the other runs' where ``fun`` is an acquisition that batches
+        ([`treebo.loop.batched_acquisition`][treebo.loop.batched_acquisition])."""
+        run = threading.current_thread()
+        if not (isinstance(run, _Run) and run.lockstep is self and batchable(fun, x)):
+            return value_and_gradient(fun, x)
+        request = AcquisitionRequest(fun, x.detach())
+        run.ask(request)
+        if request.result is None:  # not batched: evaluate alone
+            return value_and_gradient(fun, x)
+        return request.result
 
     def run(self) -> list[tuple[Any, BaseException | None]]:
         """Run every function to its end.
@@ -399,14 +254,19 @@ class Lockstep:
             run.join()
         return [(run.result, run.error) for run in self.runs]
 
-    def _evaluate(self, requests: list[_Request]) -> None:
+    def _evaluate(self, requests: list[_Request | AcquisitionRequest]) -> None:
         """Answer the requests of models that share a fingerprint with at least one
         other request, one batched evaluation each."""
         if not requests:
             return
         self.rounds += 1
+        self.acquisitions.answer(
+            [r for r in requests if isinstance(r, AcquisitionRequest)]
+        )
         groups: dict[tuple, list[_Request]] = {}
         for request in requests:
+            if isinstance(request, AcquisitionRequest):
+                continue
             model = request.mll.model
             if type(request.mll) not in BATCHED_OBJECTIVES:
                 continue
@@ -421,11 +281,11 @@ class Lockstep:
                 continue
             template = self.templates.get(model_print)
             if template is None:
-                template = _Template(members[0].mll.model)
+                template = ModelStack(members[0].mll.model)
                 self.templates[model_print] = template
             self._evaluate_group(template, members)
 
-    def _evaluate_group(self, template: _Template, requests: list[_Request]) -> None:
+    def _evaluate_group(self, template: ModelStack, requests: list[_Request]) -> None:
         """Evaluate the requests' models as one batched model (or leave them to
         evaluate themselves where that fails or warns)."""
         self.evaluations += 1

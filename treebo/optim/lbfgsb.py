@@ -10,11 +10,38 @@ crosses to SciPy.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextvars import ContextVar
 
 import numpy as np
 import torch
 from scipy.optimize import minimize
 from torch import Tensor
+
+#: ``evaluate(fun, x) -> (total, gradient)`` or ``None``: how
+#: [`maximize_batched()`][treebo.optim.lbfgsb.maximize_batched] evaluates the sum of
+#: its objective and the gradient in the current context. ``None`` (the default):
+#: [`value_and_gradient()`][treebo.optim.lbfgsb.value_and_gradient], alone; a runner
+#: of many runs sets it in each run's context to evaluate many runs' acquisitions as
+#: one batch ([`run_in_lockstep()`][treebo.loop.lockstep.run_in_lockstep]).
+function_evaluation: ContextVar[
+    Callable[[Callable[[Tensor], Tensor], Tensor], tuple[Tensor, Tensor]] | None
+] = ContextVar("function_evaluation", default=None)
+
+
+def value_and_gradient(
+    fun: Callable[[Tensor], Tensor], x: Tensor
+) -> tuple[Tensor, Tensor]:
+    """The sum of ``fun(x)`` (detached) and its gradient with respect to ``x``.
+
+    Example:
+        >>> total, grad = value_and_gradient(lambda x: (x**2).sum(-1), torch.ones(2, 3))
+        >>> float(total), grad.tolist()
+        (6.0, [[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]])
+    """
+    x = x.detach().requires_grad_(True)
+    total = fun(x).sum()
+    (grad,) = torch.autograd.grad(total, x)
+    return total.detach(), grad
 
 
 def maximize_batched(
@@ -72,12 +99,12 @@ def maximize_batched(
         x[free] = torch.as_tensor(z, device=x0.device, dtype=x0.dtype)
         return x
 
+    evaluate = function_evaluation.get() or value_and_gradient
+
     def f_and_g(z: np.ndarray) -> tuple[float, np.ndarray]:
-        x = assemble(z).requires_grad_(True)
-        total = fun(x).sum()
-        (grad,) = torch.autograd.grad(total, x)
+        total, grad = evaluate(fun, assemble(z))
         g = -grad[free].detach().cpu().double().numpy()
-        value = -float(total.detach())
+        value = -float(total)
         if not np.isfinite(value):
             return np.inf, np.zeros_like(z)
         return value, np.nan_to_num(g)
