@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import treebo.add_tree.strategy as add_tree
+from treebo import TreeOptimizer
 from treebo.add_tree import (
     AddTreeKernelOptions,
     AddTreeKernelSum,
@@ -222,3 +223,24 @@ def test_a_local_step_sees_the_finished_evaluations_and_the_pending_ones(
     assert strategy.propose(obs).kind == "local"
     (args,) = seen
     assert args[1] is obs.X and args[2] is obs.y and args[4] is pending
+
+
+def test_a_checkpoint_tells_strategies_with_other_parts_apart(tmp_path):
+    from treebo.add_tree import LocalStepOptions, LocalSteps, LocalStepSettings
+    from treebo.loop import CheckpointMismatchError
+    from treebo.strategies.base import strategy_identity
+
+    assert strategy_identity(AddTreeStrategy()) == "add_tree"
+    wider = LocalSteps(LocalStepOptions(), LocalStepSettings(radius=0.1))
+    variants = [AddTreeStrategy(screen=None), AddTreeStrategy(local_steps=wider)]
+    assert "screen=None" in strategy_identity(variants[0])
+    assert "radius=0.1" in strategy_identity(variants[1])
+    problem, path = Jenatton(), tmp_path / "run.jsonl"
+    opt = TreeOptimizer(problem.space, seed=0, checkpoint=path)
+    params = opt.ask()
+    opt.tell(params, problem.objective(params))
+    del opt
+    for strategy in variants:
+        with pytest.raises(CheckpointMismatchError):
+            TreeOptimizer(problem.space, seed=0, checkpoint=path, strategy=strategy)
+    TreeOptimizer(problem.space, seed=0, checkpoint=path, strategy=AddTreeStrategy())

@@ -65,7 +65,6 @@ from botorch.acquisition import (
 )
 from botorch.acquisition.objective import PosteriorTransform
 from botorch.exceptions import ModelFittingError
-from botorch.fit import fit_gpytorch_mll
 from botorch.models import SingleTaskGP
 from botorch.models.model import Model
 from botorch.models.transforms.outcome import Standardize
@@ -76,7 +75,7 @@ from gpytorch.distributions import MultivariateNormal
 from gpytorch.likelihoods import GaussianLikelihood
 from torch import Tensor
 
-from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
+from treebo.gp.fit import fit_model
 from treebo.optim.tree_optimize import distinct_rows
 from treebo.space import TreeSpace
 
@@ -453,7 +452,7 @@ def _fit_gp(train_X: Tensor, train_Y: Tensor, noise_floor: float) -> Model | Non
                 likelihood=likelihood,
                 outcome_transform=Standardize(m=1),
             )
-            fit_gpytorch_mll(CholeskyMarginalLogLikelihood(model.likelihood, model))
+            fit_model(model)  # batched with other runs' fits in lockstep
     except (ModelFittingError, RuntimeError, ValueError):
         return None
     return model.eval()

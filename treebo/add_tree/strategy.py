@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import time
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -209,6 +210,39 @@ class AddTreeStrategy(Strategy):
         fitted = float(model.likelihood.noise.detach().max())
         return fitted <= LOCAL_NOISE_FACTOR * self.model_fit.noise_floor(noise)
 
+    def variant(self) -> str | None:
+        """The parts that differ from those ``options`` make (classes and
+        settings), so that a checkpoint of a variant does not resume under the
+        default and the reverse."""
+        try:
+            default = type(self)(self.options).parts()
+        except TypeError:  # a subclass that needs more to build: every part
+            default = {}
+        own = self.parts()
+        changed = [f"{k}={v}" for k, v in own.items() if default.get(k) != v]
+        return "; ".join(changed) or None
+
+    def parts(self) -> dict[str, str]:
+        """Each part as its class and settings."""
+        fit, fitter = self.model_fit, self.model_fit.fitter
+        return {
+            "fit": describe(
+                fit,
+                describe(fitter, fitter.warm_start, fitter.mll_class.__qualname__),
+                fit.kernel,
+                fit.alternatives,
+                fit.fixed_noise_floor,
+                fit.noise_prior,
+            ),
+            "screen": describe(self.screen),
+            "local_steps": describe(
+                self.local,
+                *(() if self.local is None else (self.local.settings,)),
+            ),
+            "search": describe(self.search, sorted(vars(self.search).items())),
+            "explore": describe(self.explore),
+        }
+
     def state_dict(self) -> dict[str, Any]:
         return self.model_fit.state_dict()
 
@@ -346,6 +380,23 @@ class AddTreeUCBStrategy(AddTreeStrategy):
         if kwargs.get("search") is None and type(options) is AddTreeUCBOptions:
             kwargs["search"] = VertexUCBSearch.from_options(options)
         super().__init__(options, **kwargs)
+
+
+def describe(part: Any, *settings: Any) -> str:
+    """``part``'s class (or function), qualified, and its ``settings``: what a
+    checkpoint records of a part.
+
+    Example:
+        >>> describe(explores_after_tie)
+        'treebo.add_tree.strategy.explores_after_tie'
+        >>> describe(LogEISearch(), 10)
+        'treebo.add_tree.global_search.LogEISearch(10,)'
+    """
+    if part is None:
+        return "None"
+    kind = part if isinstance(part, (types.FunctionType, type)) else type(part)
+    text = f"{kind.__module__}.{kind.__qualname__}"
+    return text + (repr(settings) if settings else "")
 
 
 def best_path_candidate(

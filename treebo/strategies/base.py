@@ -299,6 +299,12 @@ class Strategy(ABC):
         del observations
         return None
 
+    def variant(self) -> str | None:
+        """What sets this instance apart from the strategy its options make (parts
+        given to its constructor, say), as text a checkpoint records; ``None`` for
+        none."""
+        return None
+
     def options_dict(self) -> dict[str, Any]:
         """The options as plain data (written into checkpoints)."""
         return asdict(self.options) if is_dataclass(self.options) else {}
@@ -413,9 +419,11 @@ def strategy_identity(strategy: Strategy) -> str:
         'add_tree'
     """
     cls = type(strategy)
+    variant = strategy.variant()
     if STRATEGIES.get(strategy.name) is cls:
-        return strategy.name
-    return f"{strategy.name} ({cls.__module__}.{cls.__qualname__})"
+        return strategy.name if variant is None else f"{strategy.name} ({variant})"
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    return f"{strategy.name} ({name}{'' if variant is None else ', ' + variant})"
 
 
 def make_strategy(strategy: str | Strategy) -> Strategy:
