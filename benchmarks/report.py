@@ -247,9 +247,17 @@ TIMINGS = (
     ),
     (
         "lockstep",
-        "Many HPO-B runs at once: in lockstep against one by one",
-        "python -m benchmarks.perf.lockstep --space 5971 --seeds 0-4 --budget 30",
+        "Many runs at once: in lockstep against one by one",
+        "python -m benchmarks.perf.lockstep --space 5971 --seeds 0-4 --budget 30` "
+        "and `python -m benchmarks.perf.lockstep --space p1a --seeds 0-15 "
+        "--budget 50",
         "lockstep",
+    ),
+    (
+        "cold_ask",
+        "One cold ask() at n = 1000, as a user meets it, against the flat GP",
+        "python -m benchmarks.perf.cold_ask --n 1000 --threads 1",
+        "cold_ask",
     ),
     (
         "flag_scaling",

@@ -162,13 +162,33 @@ def bktf_iteration(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def cold_ask(records: list[dict]) -> str:
+    """One cold ``ask()`` against the flat GP's proposal, in one process."""
+    lines = [
+        "| n | threads | treebo s (fit / optimize) | flat GP s | ratio "
+        "| marginal-likelihood evaluations | machine, torch |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        stages = r["stages"]
+        lines.append(
+            f"| {r['n']} | {r['threads']} | {r['treebo_seconds']:.1f} "
+            f"({stages.get('fit', 0):.1f} / {stages.get('optimize', 0):.1f}) "
+            f"| {r['flat_seconds']:.1f} | {r['ratio']:.2f} | {r['mll_evaluations']} "
+            f"| {r['machine']}, {r['torch']} |"
+        )
+    return "\n".join(lines)
+
+
 def lockstep(records: list[dict]) -> str:
-    """HPO-B runs in lockstep against one by one."""
+    """Runs in lockstep against one by one (fits and, where recorded, the
+    acquisitions' evaluations batched)."""
     lines = [
         "| space | runs x budget | lockstep s | one by one s | speed-up | same rows "
-        "| rounds | batched evaluations (mean batch) | fallbacks "
+        "| rounds | batched fit evaluations (mean batch) "
+        "| batched acquisition evaluations (mean batch) | fallbacks "
         "| machine, torch, date |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
         alone = r.get("alone_s")
@@ -181,7 +201,14 @@ def lockstep(records: list[dict]) -> str:
                 else "| | | "
             )
             + f"| {r['rounds']:,} | {r['evaluations']:,} ({r['mean_batch']:.1f}) "
-            f"| {r['fallbacks']} | {r['machine']}, {r['versions']['torch']}, "
+            + (
+                f"| {r['acquisition_evaluations']:,} "
+                f"({r['acquisition_mean_batch']:.1f}) "
+                if "acquisition_evaluations" in r
+                else "| not batched "
+            )
+            + f"| {r['fallbacks'] + r.get('acquisition_fallbacks', 0)} "
+            f"| {r['machine']}, {r['versions']['torch']}, "
             f"{r['date']} |"
         )
     return "\n".join(lines)

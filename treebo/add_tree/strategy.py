@@ -142,12 +142,12 @@ class AddTreeStrategy(Strategy):
     ) -> None:
         super().__init__(options, **kwargs)
         opts = self.options
-        self.model_fit = fit or AddTreeFit.from_options(opts)
+        self.model_fit = AddTreeFit.from_options(opts) if fit is None else fit
         self.screen = screen
         if local_steps is None and opts.local is not None:
             local_steps = LocalSteps(opts.local)
         self.local = local_steps
-        self.search = search or LogEISearch.from_options(opts)
+        self.search = LogEISearch.from_options(opts) if search is None else search
         self.explore = explore
         self.last_model: AddTreeGP | None = None
 
@@ -162,8 +162,8 @@ class AddTreeStrategy(Strategy):
         self, obs: Observations, model: AddTreeGP | None
     ) -> tuple[AddTreeGP, Tensor, Tensor]:
         """The global model of ``obs`` (``model``, or fitted if ``None``) and its
-        training data ``X``, ``y`` (``m x d``, ``m x 1``), with the pending
-        configurations believed at the model's prediction
+        training data ``X``, ``y`` (``m x d``, ``m x 1``), with the pending and
+        left-out configurations (``obs.X_unseen``) believed at the model's prediction
         ([`believe_pending()`][treebo.strategies.believer.believe_pending])."""
         model = self.fit(obs) if model is None else model
         if not obs.X_unseen.shape[0]:

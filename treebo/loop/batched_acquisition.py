@@ -46,6 +46,8 @@ class AcquisitionRequest:
 
     acqf: AcquisitionFunction
     x: Tensor
+    #: How far the run is: its proposal, then ``1`` (after its fits).
+    stage: tuple[int, int] = (-1, 1)
     result: tuple[Tensor, Tensor] | None = None
 
 

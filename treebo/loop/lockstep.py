@@ -44,7 +44,7 @@ import copy
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -64,6 +64,7 @@ from treebo.loop.batched_acquisition import (
     AcquisitionRequest,
     batchable,
 )
+from treebo.loop.optimizer import current_proposal
 from treebo.loop.stacking import ModelStack, fingerprint
 from treebo.optim.lbfgsb import function_evaluation, value_and_gradient
 
@@ -80,6 +81,8 @@ class _Request:
     mll: ExactMarginalLogLikelihood
     names: list[str]
     result: tuple[Tensor, tuple[Tensor | None, ...]] | None = None
+    #: How far the run is: its proposal, then fits before acquisitions.
+    stage: tuple[int, int] = field(default_factory=lambda: (current_proposal.get(), 0))
 
 
 class _Context:
@@ -220,7 +223,7 @@ class Lockstep:
         run = threading.current_thread()
         if not (isinstance(run, _Run) and run.lockstep is self and batchable(fun, x)):
             return value_and_gradient(fun, x)
-        request = AcquisitionRequest(fun, x.detach())
+        request = AcquisitionRequest(fun, x.detach(), (current_proposal.get(), 1))
         run.ask(request)
         if request.result is None:  # not batched: evaluate alone
             return value_and_gradient(fun, x)
@@ -235,17 +238,25 @@ class Lockstep:
         self.context.save()
         for run in self.runs:
             run.start()
-        live = list(self.runs)
+        live, waking = list(self.runs), list(self.runs)
         try:
             while live:
-                for run in live:
+                for run in waking:
                     self.yielded.clear()
                     run.resume.set()
                     self.yielded.wait()
                 self.context.restore()
                 live = [run for run in live if not run.done]
-                requests = [run.request for run in live if run.request is not None]
-                for run in live:
+                asking = [run for run in live if run.request is not None]
+                if not asking:
+                    waking = live
+                    continue
+                # The runs furthest behind go first; the others wait with their
+                # requests, so that the runs meet at each stage and batch fully.
+                first = min(run.request.stage for run in asking)
+                waking = [run for run in asking if run.request.stage == first]
+                requests = [run.request for run in waking]
+                for run in waking:
                     run.request = None
                 self._evaluate(requests)
         finally:

@@ -22,6 +22,7 @@ import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from numbers import Integral
 from pathlib import Path
 from typing import Any, overload
@@ -52,6 +53,11 @@ from treebo.strategies.base import (
     strategy_identity,
 )
 from treebo.strategies.validation import check_count
+
+#: The number of trials before the proposal being made in this context (``-1``
+#: outside one): how far a run is, for a runner of many runs
+#: ([`run_in_lockstep()`][treebo.loop.lockstep.run_in_lockstep]).
+current_proposal: ContextVar[int] = ContextVar("current_proposal", default=-1)
 
 #: A told configuration matches a pending one if its encoding differs by at
 #: most this fraction of each column's range (round-off in user code, e.g. a
@@ -300,12 +306,16 @@ class TreeOptimizer:
                 # restarts from the priors, say) follows the run's seed, not the
                 # process's: the same seed gives the same run in any process, in
                 # lockstep, and after a resume. The caller's CPU generator is kept.
-                with manual_seed(obs.seed):
-                    if fresh is None:
-                        proposal = self.strategy.propose(obs)
-                    else:
-                        pool = fresh.to(self.device, self.dtype)
-                        proposal = self.strategy.propose_from(obs, pool)
+                token = current_proposal.set(n_done)
+                try:
+                    with manual_seed(obs.seed):
+                        if fresh is None:
+                            proposal = self.strategy.propose(obs)
+                        else:
+                            pool = fresh.to(self.device, self.dtype)
+                            proposal = self.strategy.propose_from(obs, pool)
+                finally:
+                    current_proposal.reset(token)
                 self.last_timings = dict(proposal.timings)
                 candidate = proposal.candidate.detach().cpu().to(torch.float64)
                 if not bool(candidate.isfinite().all()):
