@@ -103,6 +103,9 @@ def main(argv: list[str] | None = None) -> None:
         record["same_rows"] = sum(
             same(rows, mine) for (rows, _), mine in zip(outcomes, alone, strict=True)
         )
+        if args.space == "p1a":  # each run's best value, both ways (minimum 0.1)
+            record["lockstep_best"] = [p1a_best(rows) for rows, _ in outcomes]
+            record["alone_best"] = [p1a_best(rows) for rows in alone]
     record.update(stamp(record["lockstep_s"]))
     append_record(args.out, record)
 
@@ -117,6 +120,12 @@ def p1a_run(seed: int, budget: int) -> list[dict]:
         params = opt.ask()
         opt.tell(params, problem.objective(params))
     return [t.params for t in opt.history]
+
+
+def p1a_best(rows: list[dict]) -> float:
+    """The best P1(a) value among a run's configurations."""
+    problem = Jenatton()
+    return min(problem.objective(params) for params in rows)
 
 
 def same(a, b) -> bool:
