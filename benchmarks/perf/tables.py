@@ -180,6 +180,15 @@ def cold_ask(records: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def best_values(record: dict) -> str:
+    """Where rows differ, how the runs' best values compare (P1(a) records)."""
+    if "lockstep_best" not in record:
+        return ""
+    pairs = zip(record["lockstep_best"], record["alone_best"], strict=True)
+    equal = sum(abs(a - b) <= 1e-12 for a, b in pairs)
+    return f" (best values within 1e-12 on {equal})"
+
+
 def lockstep(records: list[dict]) -> str:
     """Runs in lockstep against one by one (fits and, where recorded, the
     acquisitions' evaluations batched)."""
@@ -196,7 +205,7 @@ def lockstep(records: list[dict]) -> str:
             f"| {r['space']} | {r['runs']} x {r['budget']} | {r['lockstep_s']:.0f} "
             + (
                 f"| {alone:.0f} | {alone / r['lockstep_s']:.1f}x "
-                f"| {r['same_rows']} of {r['runs']} "
+                f"| {r['same_rows']} of {r['runs']}{best_values(r)} "
                 if alone is not None
                 else "| | | "
             )
