@@ -31,8 +31,10 @@ alone: the results equal the one-by-one runs' up to the last bits of the batched
 arithmetic. Each run sees its own warnings filters and its own global random state
 (both started from the caller's), so BoTorch's retries behave as in a run alone. A
 batched evaluation that fails or warns (a Cholesky factor that needs jitter) is not
-used: each run in it evaluates its own model instead. The acquisitions' evaluations
-are batched likewise
+used: each run in it evaluates its own model instead. A run further along than
+another (a later proposal, or its acquisition while the other still fits) waits with
+its request until the other catches up, so that the runs meet at each stage and their
+evaluations batch fully. The acquisitions' evaluations are batched likewise
 ([`treebo.loop.batched_acquisition`][treebo.loop.batched_acquisition]). Everything else
 (raw samples, local steps, the loop's bookkeeping) runs in each run's thread, one run at
 a time.
