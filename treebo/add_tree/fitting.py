@@ -60,7 +60,7 @@ class AddTreeFit:
         >>> from treebo.test_functions import Jenatton
         >>> problem = Jenatton()
         >>> opt = TreeOptimizer(problem.space, seed=0)
-        >>> for params in problem.space.sample_dicts(8, seed=0):
+        >>> for params in problem.space.to_dicts(problem.space.sample(8, seed=0)):
         ...     _ = opt.tell(params, problem.objective(params))
         >>> model = AddTreeFit(LOOP_KERNEL_OPTIONS).fit(opt.observations())
         >>> model.train_inputs[0].shape
