@@ -72,7 +72,7 @@ def raise_far_out(scores: Tensor) -> Tensor:
     the result does too. With $q_1 = q_3$ (half the scores tied) nothing is raised.
     A strategy may then leave raised scores out of its model where the evidence calls
     them outliers
-    ([`screen_far_out()`][treebo.strategies.far_out.screen_far_out]).
+    ([`screen_far_out()`][treebo.add_tree.outliers.screen_far_out]).
 
     Args:
         scores: ``n`` finite scores.
