@@ -3,7 +3,7 @@
 The loop raises scores below Tukey's far-out fence to the fence
 (:func:`treebo.loop.outcomes.raise_far_out`). The default Add-Tree strategy then
 leaves them out of its model where the evidence calls them outliers
-(:func:`treebo.strategies.far_out.screen_far_out`); ``treebo_fence`` keeps every one
+(:func:`treebo.add_tree.outliers.screen_far_out`); ``treebo_fence`` keeps every one
 of them as an observation, as the default did before, for paired comparisons.
 
 Two other rules were measured and not adopted (docs/design.md; their code is in git
@@ -13,8 +13,8 @@ own runs before it became the default are ``treebo_far_out_by_evidence`` in the
 records (commit 3d2ece1).
 
 Example:
-    >>> FenceObserved().name
-    'add_tree_fence'
+    >>> fence_observed().screen is None
+    True
 """
 
 from __future__ import annotations
