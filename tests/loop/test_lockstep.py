@@ -168,15 +168,22 @@ def pool_run(seed: int, pool: torch.Tensor, budget: int = 9) -> list[float]:
     return values
 
 
-def test_runs_in_lockstep_equal_the_runs_one_by_one():
-    pool = Jenatton().space.sample(300, seed=11)
+def runs_alone(pool: torch.Tensor, seeds: int, budget: int = 9):
+    """The runs one by one, each from the same global random state, and that
+    state (restored)."""
     torch.manual_seed(0)
     state = torch.get_rng_state()
     alone = []
-    for seed in range(3):
+    for seed in range(seeds):
         torch.set_rng_state(state)
-        alone.append(pool_run(seed, pool))
+        alone.append(pool_run(seed, pool, budget))
     torch.set_rng_state(state)
+    return alone, state
+
+
+def test_runs_in_lockstep_equal_the_runs_one_by_one():
+    pool = Jenatton().space.sample(300, seed=11)
+    alone, state = runs_alone(pool, 3)
     lockstep = Lockstep([lambda s=s: pool_run(s, pool) for s in range(3)])
     outcomes = lockstep.run()
     assert [error for _, error in outcomes] == [None] * 3
@@ -187,12 +194,7 @@ def test_runs_in_lockstep_equal_the_runs_one_by_one():
 
 def test_a_failed_batched_evaluation_falls_back_to_each_run_alone(monkeypatch):
     pool = Jenatton().space.sample(200, seed=12)
-    torch.manual_seed(0)
-    state = torch.get_rng_state()
-    alone = []
-    for seed in range(2):
-        torch.set_rng_state(state)
-        alone.append(pool_run(seed, pool, budget=6))
+    alone, state = runs_alone(pool, 2, budget=6)
 
     def fail(self, models):
         raise RuntimeError("cholesky failed")

@@ -166,10 +166,11 @@ class AddTreeStrategy(Strategy):
         left-out configurations (``obs.X_unseen``) believed at the model's prediction
         ([`believe_pending()`][treebo.strategies.believer.believe_pending])."""
         model = self.fit(obs) if model is None else model
-        if not obs.X_unseen.shape[0]:
+        unseen = obs.X_unseen
+        if not unseen.shape[0]:
             return model, obs.X, obs.y
         rebuild = self.model_fit.rebuild(obs)
-        return believe_pending(model, obs.X, obs.y, obs.X_unseen, rebuild)
+        return believe_pending(model, obs.X, obs.y, unseen, rebuild)
 
     def screened(
         self, observations: Observations
