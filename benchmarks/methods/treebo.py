@@ -46,6 +46,7 @@ from treebo.add_tree import (
     AddTreeUCBStrategy,
 )
 from treebo.add_tree.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
+from treebo.jenatton import JenattonTreeStrategy
 from treebo.loop.outcomes import score_scale
 from treebo.treed import TreedOptions, TreedStrategy
 
@@ -95,6 +96,7 @@ PRESETS: dict[str, Callable[[], Any]] = {
     # Issue 54's check: each alternative kernel's first fit from its defaults.
     "treebo_cold_alt": cold_alternatives,
     "jenatton_tree": lambda: "jenatton_tree",
+    "jenatton_tree_linear": lambda: JenattonTreeLinear(),
     "jenatton_tree_nonlinear": lambda: "jenatton_tree_nonlinear",
     "independent": lambda: "independent",
     "treebo_eps": lambda: EpsilonGreedy(),
@@ -102,6 +104,14 @@ PRESETS: dict[str, Callable[[], Any]] = {
         AddTreeOptions(kernel=FOLDED, alternative_kernels=())
     ),
 }
+
+
+class JenattonTreeLinear(JenattonTreeStrategy):
+    """Jenatton et al.'s ``tree`` as published: the linear shared term only (the
+    package's ``"jenatton_tree"`` lets the evidence choose it or random
+    features)."""
+
+    shared_terms = (False,)
 
 
 def register_preset(name: str, model: Callable[[], Any]) -> None:

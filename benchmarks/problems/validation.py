@@ -18,6 +18,9 @@ others:
   step in the shared parameters).
 - ``v_unbalanced``: P2's construction, unbalanced, depth 4.
 - ``v_offcentre``: P1(a) with every leaf's optimum off its box's centre.
+- ``v_shared_curve``: ``v_offcentre`` whose shared parameters act quadratically,
+  each with its optimum inside its range (a linear model of them puts it on a
+  bound).
 
 Every problem is minimized; ``optimal_value`` is the noise-free minimum,
 ``true_value(params)`` the noise-free value and ``best_branch`` the root
@@ -255,8 +258,28 @@ class OffCentre(ValidationProblem):
         )
 
 
+class SharedCurve(OffCentre):
+    """``v_offcentre`` with the shared ``r8``, ``r9`` entering as
+    ``(r - c_r)^2``, ``c_r8 = 0.7`` and ``c_r9 = 0.3``: a curved effect whose
+    optimum is inside the range."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shared_optimum = {"r8": 0.7, "r9": 0.3}
+
+    def true_value(self, params):
+        leaf = next(k for k in self.leaf_optimum if k in params)
+        shared = "r8" if "r8" in params else "r9"
+        return (
+            self.offset[leaf]
+            + (params[leaf] - self.leaf_optimum[leaf]) ** 2
+            + (params[shared] - self.shared_optimum[shared]) ** 2
+        )
+
+
 VALIDATION_PROBLEMS = {
     "v_offcentre": OffCentre,
+    "v_shared_curve": SharedCurve,
     "v_mislead": Misleading,
     "v_wide": WidePlain,
     "v_flags": Flags,

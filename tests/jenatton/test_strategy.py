@@ -80,3 +80,33 @@ def far_apart(space, a, b, tol=1e-3):
     X = space.to_tensor([a, b])
     width = space.bounds[1] - space.bounds[0]
     return bool(((X[0] - X[1]).abs() / width).max() > tol)
+
+
+@pytest.mark.parametrize("curved, expected", [(False, False), (True, True)])
+def test_the_evidence_chooses_the_shared_term(curved, expected):
+    # P1(a)'s tree with the shared r8, r9 entering linearly (the paper's `tree`
+    # is right) or with an optimum inside their range (a linear term would put
+    # it on a bound: only random features represent it).
+    space = Jenatton("paper").space
+    optimum = {"x4": 0.55, "x5": -0.7, "x6": 0.35, "x7": -0.45}
+    centre = {"r8": 0.7, "r9": 0.3}
+
+    def value(params):
+        leaf = next(k for k in optimum if k in params)
+        shared = "r8" if "r8" in params else "r9"
+        r = params[shared]
+        return (params[leaf] - optimum[leaf]) ** 2 + (
+            (r - centre[shared]) ** 2 if curved else r
+        )
+
+    opt = TreeOptimizer(space, strategy="jenatton_tree", seed=0)
+    configs = space.to_dicts(space.sample(40, seed=3))
+    for params in configs:
+        opt.tell(params, value(params))
+    model = opt.strategy.fit(opt.observations())
+    assert model.features.nonlinear is expected
+    # The nonlinear strategy keeps its random features whatever the evidence.
+    nonlinear = TreeOptimizer(space, strategy="jenatton_tree_nonlinear", seed=0)
+    for params in configs:
+        nonlinear.tell(params, value(params))
+    assert nonlinear.strategy.fit(nonlinear.observations()).features.nonlinear
