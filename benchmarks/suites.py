@@ -121,6 +121,7 @@ SUITES: dict[str, Suite] = {
             "v_unbalanced",
             "v_offcentre",
             "v_shared_curve",
+            "v_moving",
         ),
         ("treebo", "flat_logei", "random"),
         TEN,

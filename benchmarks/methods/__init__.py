@@ -13,7 +13,6 @@ from pathlib import Path
 
 from . import (
     ablation,  # noqa: F401  (registers the ablation variants)
-    integrated_ei,  # noqa: F401  (registers an experiment)
     noise_prior,  # noqa: F401  (registers issue 69's variant)
     robust,  # noqa: F401  (registers an experiment)
     steps,  # noqa: F401  (registers issue 68's variants)

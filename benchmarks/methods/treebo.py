@@ -44,6 +44,7 @@ from treebo.add_tree import (
     AddTreeStrategy,
     AddTreeUCBOptions,
     AddTreeUCBStrategy,
+    LogEISearch,
 )
 from treebo.add_tree.options import LOOP_KERNEL_OPTIONS, AddTreeKernelOptions
 from treebo.jenatton import JenattonTreeStrategy
@@ -95,6 +96,8 @@ PRESETS: dict[str, Callable[[], Any]] = {
     ),
     # Issue 54's check: each alternative kernel's first fit from its defaults.
     "treebo_cold_alt": cold_alternatives,
+    # The default before LogEI was integrated over the hyper-parameters.
+    "treebo_map_ei": lambda: AddTreeStrategy(search=LogEISearch()),
     "jenatton_tree": lambda: "jenatton_tree",
     "jenatton_tree_linear": lambda: JenattonTreeLinear(),
     "jenatton_tree_nonlinear": lambda: "jenatton_tree_nonlinear",

@@ -21,6 +21,8 @@ others:
 - ``v_shared_curve``: ``v_offcentre`` whose shared parameters act quadratically,
   each with its optimum inside its range (a linear model of them puts it on a
   bound).
+- ``v_moving``: P1(a)'s tree whose leaf optima move with the shared ancestor's
+  parameter (an interaction an additive model must learn).
 
 Every problem is minimized; ``optimal_value`` is the noise-free minimum,
 ``true_value(params)`` the noise-free value and ``best_branch`` the root
@@ -277,9 +279,28 @@ class SharedCurve(OffCentre):
         )
 
 
+class MovingOptimum(OffCentre):
+    """P1(a)'s tree where each leaf's optimum moves with its shared ancestor's
+    parameter: ``x_l`` contributes ``(x_l - c_l - (r - 1/2))^2`` and the shared
+    ``r`` (``r8`` or ``r9``) adds ``(r - 0.7)^2 / 2``; the optimum is at
+    ``r = 0.7``, ``x_l = c_l + 0.2``. A sum of per-vertex terms sees only the
+    leaf's optimum averaged over ``r``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.leaf_optimum = {"x4": 0.3, "x5": -0.2, "x6": 0.1, "x7": -0.3}
+
+    def true_value(self, params):
+        leaf = next(k for k in self.leaf_optimum if k in params)
+        r = params["r8" if "r8" in params else "r9"]
+        moved = self.leaf_optimum[leaf] + (r - 0.5)
+        return self.offset[leaf] + (params[leaf] - moved) ** 2 + 0.5 * (r - 0.7) ** 2
+
+
 VALIDATION_PROBLEMS = {
     "v_offcentre": OffCentre,
     "v_shared_curve": SharedCurve,
+    "v_moving": MovingOptimum,
     "v_mislead": Misleading,
     "v_wide": WidePlain,
     "v_flags": Flags,

@@ -588,47 +588,6 @@ def test_shard_runs_jobs_side_by_side_and_stops_them_at_the_deadline(tmp_path):
     assert (out / "records.jsonl").read_text() == ""
 
 
-def test_laplace_ensemble_varies_the_hyperparameters_and_keeps_the_map_fit():
-    from botorch.acquisition import LogExpectedImprovement
-
-    from benchmarks.methods.integrated_ei import (
-        EnsembleLogEI,
-        laplace_thetas,
-        log_posterior_gradients,
-        stacked_with,
-    )
-    from treebo.gp.exact_mll import CholeskyMarginalLogLikelihood
-
-    problem = Jenatton()
-    opt = TreeOptimizer(problem.space, seed=0)
-    for _ in range(8):
-        params = opt.ask()
-        opt.tell(params, problem.objective(params))
-    model = opt.strategy.fit(opt.observations())
-    params = [p for p in model.parameters() if p.requires_grad]
-    theta = torch.cat([p.detach().reshape(-1) for p in params])
-    # The batched gradient is the model's own (times n: the log posterior).
-    mll = CholeskyMarginalLogLikelihood(model.likelihood, model)
-    model.train()
-    inputs = [model.transform_inputs(X=x) for x in model.train_inputs]
-    value = mll(model(*model.train_inputs), model.train_targets, *inputs)
-    own = torch.autograd.grad(value * model.train_targets.shape[-1], params)
-    model.eval()
-    batched = log_posterior_gradients(model, torch.stack([theta, theta]))
-    expected = torch.cat([g.reshape(-1) for g in own])
-    torch.testing.assert_close(batched[1], expected)
-    draws = laplace_thetas(model, 3, seed=0)
-    assert draws.shape == (3, theta.numel()) and not (draws == theta).all(-1).any()
-    assert torch.equal(torch.cat([p.detach().reshape(-1) for p in params]), theta)
-    # Over identical members the ensemble's LogEI is LogEI.
-    y = opt.observations().y
-    X = problem.space.sample(4, seed=1).unsqueeze(-2)
-    one = LogExpectedImprovement(model, best_f=y.max())(X)
-    stacked = stacked_with(model, torch.stack([theta, theta]))
-    stacked.eval()
-    torch.testing.assert_close(EnsembleLogEI(stacked, y.max())(X), one)
-
-
 def test_scaling_times_a_proposal_and_renders_timeouts():
     from benchmarks.perf.scaling import measure
     from benchmarks.perf.tables import scaling

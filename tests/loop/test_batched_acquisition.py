@@ -11,7 +11,7 @@ from botorch.acquisition import LogExpectedImprovement
 from botorch.acquisition.analytic import PosteriorStandardDeviation
 
 from treebo import TreeOptimizer
-from treebo.add_tree import AddTreeOptions, AddTreeStrategy
+from treebo.add_tree import AddTreeOptions, AddTreeStrategy, LogEISearch
 from treebo.loop.batched_acquisition import (
     AcquisitionBatcher,
     AcquisitionRequest,
@@ -98,7 +98,10 @@ def mixed_objective(p: dict) -> float:
 
 
 def bo_run(space, objective, seed: int, budget: int) -> list[dict]:
-    opt = TreeOptimizer(space, seed=seed, n_initial=4, strategy=AddTreeStrategy(FAST))
+    # LogEI of the MAP fit: the acquisition the runner batches (the default's
+    # integrated LogEI evaluates alone).
+    strategy = AddTreeStrategy(FAST, search=LogEISearch(2, 32))
+    opt = TreeOptimizer(space, seed=seed, n_initial=4, strategy=strategy)
     for _ in range(budget):
         params = opt.ask()
         opt.tell(params, objective(params))

@@ -20,8 +20,8 @@ from treebo.gp.exact_mll import (
     CholeskyMarginalLogLikelihood,
     PaddedMarginalLogLikelihood,
 )
+from treebo.gp.stacking import ModelStack, fingerprint, stack_models
 from treebo.loop.lockstep import Lockstep, run_in_lockstep
-from treebo.loop.stacking import ModelStack, fingerprint, stack_models
 from treebo.test_functions import Jenatton
 
 DEPS = {0: {0: [1, 2], 1: [3]}}
@@ -196,10 +196,12 @@ def test_a_failed_batched_evaluation_falls_back_to_each_run_alone(monkeypatch):
     pool = Jenatton().space.sample(200, seed=12)
     alone, state = runs_alone(pool, 2, budget=6)
 
-    def fail(self, models):
+    def fail(*args, **kwargs):
         raise RuntimeError("cholesky failed")
 
-    monkeypatch.setattr("treebo.loop.stacking.ModelStack.load", fail)
+    # The lockstep's batched marginal likelihood fails (not the stacks the runs'
+    # own acquisitions build).
+    monkeypatch.setattr("treebo.loop.lockstep.PaddedMarginalLogLikelihood", fail)
     torch.set_rng_state(state)
     lockstep = Lockstep([lambda s=s: pool_run(s, pool, budget=6) for s in range(2)])
     outcomes = lockstep.run()

@@ -213,7 +213,7 @@ def test_integers_and_categoricals_are_proposed_without_repeats():
         return (config["n"] - 17) ** 2 / 100 + (config["c"] != "b")
 
     opt = TreeOptimizer(space, seed=0, strategy=AddTreeStrategy(FAST))
-    run(opt, objective, 12)
+    run(opt, objective, 14)
     seen = [(t.params["n"], t.params["c"]) for t in opt.history]
     assert all(isinstance(n, int) for n, _ in seen)
     assert len(set(seen)) == len(seen)  # no evaluated point proposed again

@@ -24,6 +24,7 @@ strategies ([`strategy`][treebo.add_tree.strategy]: ``"add_tree"``, LogEI;
 from treebo.add_tree.acquisition import AddTreeUCB, add_tree_beta, optimize_add_tree_ucb
 from treebo.add_tree.fitting import AddTreeFit
 from treebo.add_tree.global_search import LogEISearch, VertexUCBSearch
+from treebo.add_tree.integrated_ei import IntegratedLogEISearch
 from treebo.add_tree.interaction import AncestorInteractionKernel
 from treebo.add_tree.kernel import AddTreeKernel, AddTreeKernelSum
 from treebo.add_tree.local_steps import LocalSteps, LocalStepSettings
@@ -54,6 +55,7 @@ __all__ = [
     "LocalStepOptions",
     "LocalStepSettings",
     "LocalSteps",
+    "IntegratedLogEISearch",
     "LogEISearch",
     "VertexPosterior",
     "VertexUCBSearch",

@@ -37,6 +37,7 @@ from torch import Tensor
 
 from treebo.add_tree.fitting import AddTreeFit
 from treebo.add_tree.global_search import LogEISearch, VertexUCBSearch
+from treebo.add_tree.integrated_ei import IntegratedLogEISearch
 from treebo.add_tree.local_steps import LocalSteps, count_failures
 from treebo.add_tree.model import AddTreeGP
 from treebo.add_tree.options import AddTreeOptions, AddTreeUCBOptions
@@ -87,8 +88,8 @@ class _Stopwatch:
 
 @register_strategy
 class AddTreeStrategy(Strategy):
-    """LogEI on an [`AddTreeGP`][treebo.add_tree.model.AddTreeGP], with local
-    refinement.
+    """LogEI on an [`AddTreeGP`][treebo.add_tree.model.AddTreeGP], integrated over
+    its hyper-parameters' posterior, with local refinement.
 
     The strategy composes parts, each with one job, built from ``options`` unless
     given: the global model's fitter, the screen of far-out scores, the local steps
@@ -104,7 +105,10 @@ class AddTreeStrategy(Strategy):
         local_steps: The [`LocalSteps`][treebo.add_tree.local_steps.LocalSteps]
             (default: those of ``options.local``, none if it is ``None``).
         search: The global search
-            ([`LogEISearch`][treebo.add_tree.global_search.LogEISearch] by default).
+            (by default
+            [`IntegratedLogEISearch`][treebo.add_tree.integrated_ei.IntegratedLogEISearch]:
+            LogEI integrated over the hyper-parameters' posterior;
+            ``LogEISearch()`` plugs in the MAP fit).
         explore: ``explore(observations)``: whether the next proposal maximizes the
             posterior standard deviation instead (default: after an exact tie with
             the best score,
@@ -147,7 +151,9 @@ class AddTreeStrategy(Strategy):
         if local_steps is None and opts.local is not None:
             local_steps = LocalSteps(opts.local)
         self.local = local_steps
-        self.search = LogEISearch.from_options(opts) if search is None else search
+        if search is None:
+            search = IntegratedLogEISearch.from_options(opts)
+        self.search = search
         self.explore = explore
         self.last_model: AddTreeGP | None = None
 

@@ -5,9 +5,9 @@ Each run of a lockstep batch maximizes its acquisition with L-BFGS-B
 acquisition and its gradient per iteration. At the few dozen points of a BO run, an
 evaluation is mostly Python and dispatch overhead, so the runs' evaluations of the same
 kind of acquisition on models of one structure
-([`fingerprint()`][treebo.loop.stacking.fingerprint]) and size are made as one: the
+([`fingerprint()`][treebo.gp.stacking.fingerprint]) and size are made as one: the
 models stacked along a batch dimension
-([`ModelStack`][treebo.loop.stacking.ModelStack]), the runs' points ``b_r x 1 x d``
+([`ModelStack`][treebo.gp.stacking.ModelStack]), the runs' points ``b_r x 1 x d``
 padded to ``b`` and arranged ``b x R x 1 x d`` (the model's batch trails the points'),
 the acquisition built on the stack with each run's incumbent $f^*_r$:
 
@@ -34,7 +34,7 @@ from botorch.acquisition import AcquisitionFunction, LogExpectedImprovement
 from botorch.acquisition.analytic import PosteriorStandardDeviation
 from torch import Tensor
 
-from treebo.loop.stacking import ModelStack, fingerprint
+from treebo.gp.stacking import ModelStack, fingerprint
 
 #: The acquisitions whose evaluations are batched.
 BATCHED_ACQUISITIONS = (LogExpectedImprovement, PosteriorStandardDeviation)

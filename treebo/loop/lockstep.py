@@ -11,7 +11,7 @@ likelihood or an acquisition maximizer for its value and gradient (the seams:
 [`objective_closure`][treebo.gp.fit.objective_closure] and
 [`function_evaluation`][treebo.optim.lbfgsb.function_evaluation], set in each run's
 thread). Once every run has asked (or ended), the marginal-likelihood
-requests of models with the same [`fingerprint()`][treebo.loop.stacking.fingerprint]
+requests of models with the same [`fingerprint()`][treebo.gp.stacking.fingerprint]
 are evaluated as one model with a batch dimension, the runs' hyper-parameters and data
 stacked along it (runs with fewer points padded to the most, the pads without
 covariance:
@@ -61,13 +61,13 @@ from treebo.gp.exact_mll import (
     PaddedMarginalLogLikelihood,
 )
 from treebo.gp.fit import objective_closure
+from treebo.gp.stacking import ModelStack, fingerprint
 from treebo.loop.batched_acquisition import (
     AcquisitionBatcher,
     AcquisitionRequest,
     batchable,
 )
 from treebo.loop.optimizer import current_proposal
-from treebo.loop.stacking import ModelStack, fingerprint
 from treebo.optim.lbfgsb import function_evaluation, value_and_gradient
 
 T = TypeVar("T")

@@ -2,13 +2,13 @@ r"""Models of one structure stacked along a batch dimension.
 
 Independent runs fit and query models of the same structure: the same classes,
 settings and parameter shapes, different hyper-parameters and data.
-[`stack_models()`][treebo.loop.stacking.stack_models] makes one model with a leading
+[`stack_models()`][treebo.gp.stacking.stack_models] makes one model with a leading
 batch dimension of them (their parameters and training data stacked, shorter data
 padded), whose marginal likelihood is each member's and whose posterior at
 ``b x R x 1 x d`` points is each member's at its own ``b`` points: one evaluation
 instead of ``R``, which is what the lockstep runner
 ([`treebo.loop.lockstep`][treebo.loop.lockstep]) batches.
-[`fingerprint()`][treebo.loop.stacking.fingerprint] says which models stack.
+[`fingerprint()`][treebo.gp.stacking.fingerprint] says which models stack.
 """
 
 from __future__ import annotations
@@ -30,8 +30,6 @@ _DATA_TENSORS += ("outcome_transform.stdvs", "outcome_transform._stdvs_sq")
 _POINTWISE = ("noise_covar.noise",)
 #: Attributes that hold each run's data or state (a batched evaluation trains).
 _DATA_ATTRIBUTES = ("train_inputs", "train_targets", "prediction_strategy", "training")
-
-_fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 _fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -102,7 +100,7 @@ def _assign(module: torch.nn.Module, name: str, value: Tensor) -> None:
 
 class ModelStack:
     """A copy of a model whose parameters and data are replaced by stacks of other
-    models' (of the same [`fingerprint()`][treebo.loop.stacking.fingerprint]), built
+    models' (of the same [`fingerprint()`][treebo.gp.stacking.fingerprint]), built
     once and loaded with each group of members.
 
     Args:
@@ -173,7 +171,7 @@ def stack_models(models: Sequence[torch.nn.Module]) -> torch.nn.Module:
 
     Args:
         models: ``R`` exact GPs with one output and no batch shape, of one
-            [`fingerprint()`][treebo.loop.stacking.fingerprint] and with equal numbers
+            [`fingerprint()`][treebo.gp.stacking.fingerprint] and with equal numbers
             of training points.
 
     Raises:
