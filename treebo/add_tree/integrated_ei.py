@@ -24,8 +24,8 @@ $$
 $$
 
 Both steps are batched ([`ModelStack`][treebo.gp.stacking.ModelStack]): $H$ by
-central differences of the gradient, the ``2P`` gradients in one evaluation of a
-``2P``-member stack (in chunks at large ``n``); the ``K`` models' EI in one
+forward differences of the gradient, the ``P + 1`` gradients in one evaluation of a
+``(P + 1)``-member stack (in chunks at large ``n``); the ``K`` models' EI in one
 posterior of a ``K``-member stack at ``b x K x 1 x d`` points. A proposal costs about
 what a few steps of the fit cost, not ``K`` acquisitions.
 
@@ -62,7 +62,7 @@ from treebo.gp.stacking import ModelStack
 MEMBERS = 8
 #: Curvature below this (per raw parameter) is raised to it.
 MIN_CURVATURE = 1.0
-#: Step of the central differences, in raw units.
+#: Step of the forward differences, in raw units.
 STEP = 1e-4
 #: Kernel-matrix entries (members x n x n) per batched gradient evaluation.
 CHUNK_ENTRIES = 2**22
@@ -142,10 +142,8 @@ def laplace_draws(model: torch.nn.Module, k: int, seed: int) -> Tensor:
     theta = raw_hyperparameters(model)
     P = theta.numel()
     eye = torch.eye(P, dtype=theta.dtype, device=theta.device)
-    grads = log_posterior_gradients(
-        model, torch.cat([theta + STEP * eye, theta - STEP * eye])
-    )
-    hessian = -(grads[:P] - grads[P:]) / (2 * STEP)
+    grads = log_posterior_gradients(model, torch.cat([theta[None], theta + STEP * eye]))
+    hessian = -(grads[1:] - grads[:1]) / STEP
     hessian = (hessian + hessian.T) / 2
     values, vectors = torch.linalg.eigh(hessian)
     # The symmetric square root of the covariance, S = V diag(lambda^-1/2) V^T:

@@ -443,11 +443,19 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         cache = self.solve_cache()
         Z = self.transform_inputs(X) if hasattr(self, "input_transform") else X
         shape = Z.shape[:-1]
-        if cache["X"].dim() == 2:
+        members = cache["X"].shape[:-2]
+        if not members:
             # One model: the moments of a point do not depend on the others,
             # so every query is one row of a single N x n cross-covariance
             # (a batch of N single-point grams costs several times more).
             Z = Z.reshape(1, -1, Z.shape[-1])
+        elif len(members) == 1 and Z.dim() >= 3 and Z.shape[-3] == members[0]:
+            # A batch of K models (stacked runs, an ensemble) queried at
+            # ... x K x q x d: each member's queries as one N x n
+            # cross-covariance, so its factor is not copied per query.
+            Z = Z.movedim(-3, 0).reshape(members[0], -1, Z.shape[-1])
+        else:
+            members = None
         kernel = self.covar_module
         if "features" not in cache:  # the training points' side, once per cache
             with torch.no_grad():
@@ -463,8 +471,12 @@ class AddTreeGP(CachedSolveMixin, SingleTaskGP):
         )
         prior = kernel.forward(Z, Z, diag=True, x1_features=features)
         var = (prior - w.pow(2).sum(-2)).clamp_min(0.0)
-        if cache["X"].dim() == 2:
+        if members == ():
             mean, var = mean.reshape(shape), var.reshape(shape)
+        elif members is not None:
+            lead = (*shape[:-2], shape[-1])  # ... x q, the member moved to front
+            mean = mean.reshape(members[0], *lead).movedim(0, -2)
+            var = var.reshape(members[0], *lead).movedim(0, -2)
         return self.untransform_moments(mean, var)
 
     def posterior(
