@@ -46,6 +46,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import math
 
 import torch
@@ -57,6 +58,8 @@ from treebo.add_tree.model import AddTreeGP
 from treebo.add_tree.options import AddTreeOptions
 from treebo.gp.exact_mll import PaddedMarginalLogLikelihood
 from treebo.gp.stacking import ModelStack
+
+logger = logging.getLogger(__name__)
 
 #: Models in the ensemble: the MAP model and draws from the approximation.
 MEMBERS = 8
@@ -220,5 +223,6 @@ class IntegratedLogEISearch(LogEISearch):
             with torch.no_grad():  # factorize now: a failure falls back here
                 acqf(model.train_inputs[0][:1].unsqueeze(-2))
             return acqf
-        except (RuntimeError, ValueError):  # e.g. a Gram matrix that is not PD
+        except (RuntimeError, ValueError) as err:  # e.g. a Gram matrix not PD
+            logger.debug("integrated LogEI fell back to the MAP fit's: %s", err)
             return super().acquisition(model, y)

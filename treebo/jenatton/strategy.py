@@ -148,12 +148,15 @@ class _LeafStrategy(Strategy):
             try:
                 fit_leaf_gp(model, maxiter=self.options.fit_maxiter)
                 with torch.no_grad():
-                    evidence = model.marginal_log_likelihood() + model.log_prior()
+                    log_posterior = model.marginal_log_likelihood() + model.log_prior()
             except (RuntimeError, ValueError) as err:
                 error = err
                 continue
-            if best is None or float(evidence) > best_evidence:
-                best, best_evidence = model, float(evidence)
+            evidence = float(log_posterior)
+            if not math.isfinite(evidence):  # never preferred to a finite one
+                evidence = -math.inf
+            if best is None or evidence > best_evidence:
+                best, best_evidence = model, evidence
         if best is None:
             raise ModelFittingError(
                 f"could not fit strategy={self.name!r}: {error}"
