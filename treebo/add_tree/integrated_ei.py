@@ -36,7 +36,7 @@ Example:
     >>> problem = Jenatton()
     >>> opt = TreeOptimizer(problem.space, seed=0)
     >>> for params in problem.space.to_dicts(problem.space.sample(8, seed=1)):
-    ...     opt.tell(params, problem.objective(params))
+    ...     _ = opt.tell(params, problem.objective(params))
     >>> model = opt.strategy.fit(opt.observations())
     >>> y = opt.observations().y
     >>> acqf = IntegratedLogEISearch().acquisition(model, y)
