@@ -253,11 +253,20 @@ class OffCentre(ValidationProblem):
     def true_value(self, params):
         leaf = next(k for k in self.leaf_optimum if k in params)
         shared = "r8" if "r8" in params else "r9"
+        r = params[shared]
         return (
             self.offset[leaf]
-            + (params[leaf] - self.leaf_optimum[leaf]) ** 2
-            + params[shared]
+            + self.leaf_term(leaf, params[leaf], r)
+            + self.shared_term(shared, r)
         )
+
+    def leaf_term(self, leaf: str, x: float, r: float) -> float:
+        """The leaf's contribution at its parameter ``x`` (shared value ``r``)."""
+        return (x - self.leaf_optimum[leaf]) ** 2
+
+    def shared_term(self, shared: str, r: float) -> float:
+        """The shared parameter's contribution."""
+        return r
 
 
 class SharedCurve(OffCentre):
@@ -269,14 +278,8 @@ class SharedCurve(OffCentre):
         super().__init__()
         self.shared_optimum = {"r8": 0.7, "r9": 0.3}
 
-    def true_value(self, params):
-        leaf = next(k for k in self.leaf_optimum if k in params)
-        shared = "r8" if "r8" in params else "r9"
-        return (
-            self.offset[leaf]
-            + (params[leaf] - self.leaf_optimum[leaf]) ** 2
-            + (params[shared] - self.shared_optimum[shared]) ** 2
-        )
+    def shared_term(self, shared: str, r: float) -> float:
+        return (r - self.shared_optimum[shared]) ** 2
 
 
 class MovingOptimum(OffCentre):
@@ -290,11 +293,11 @@ class MovingOptimum(OffCentre):
         super().__init__()
         self.leaf_optimum = {"x4": 0.3, "x5": -0.2, "x6": 0.1, "x7": -0.3}
 
-    def true_value(self, params):
-        leaf = next(k for k in self.leaf_optimum if k in params)
-        r = params["r8" if "r8" in params else "r9"]
-        moved = self.leaf_optimum[leaf] + (r - 0.5)
-        return self.offset[leaf] + (params[leaf] - moved) ** 2 + 0.5 * (r - 0.7) ** 2
+    def leaf_term(self, leaf: str, x: float, r: float) -> float:
+        return (x - (self.leaf_optimum[leaf] + (r - 0.5))) ** 2
+
+    def shared_term(self, shared: str, r: float) -> float:
+        return 0.5 * (r - 0.7) ** 2
 
 
 VALIDATION_PROBLEMS = {
