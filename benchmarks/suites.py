@@ -110,7 +110,8 @@ SUITES: dict[str, Suite] = {
     ),
     "validation": Suite(
         "Validation suite: other tree shapes",
-        "Flags, kinks, noise, shared parameters and an unbalanced tree "
+        "Flags, kinks, noise, shared parameters, an unbalanced tree, moving "
+        "optima and misleading branches "
         "(``benchmarks/problems/validation.py``); log10 regret of the "
         "noise-free value.",
         (
@@ -122,6 +123,8 @@ SUITES: dict[str, Suite] = {
             "v_offcentre",
             "v_shared_curve",
             "v_moving",
+            "v_mislead",
+            "v_mislead_2d",
         ),
         ("treebo", "flat_logei", "random"),
         TEN,

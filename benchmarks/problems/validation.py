@@ -7,6 +7,8 @@ others:
 
 - ``v_mislead``: two branches; the better one is wider (4-D) and worse on
   average, its basin a quarter of the box wide; the other (1-D) is flat at 0.3.
+- ``v_mislead_2d``: ``v_mislead`` with a 2-D wide branch, whose basin random
+  search finds in about one sample of 9 on that branch.
 - ``v_wide``: one choice of 8 plain branches (no shared parameters), 2-D
   quadratic leaves with offsets 0.0 to 0.7 and optima at different places.
 - ``v_flags``: three on/off flags at the root, each enabling one parameter
@@ -78,21 +80,24 @@ class ValidationProblem:
 
 
 class Misleading(ValidationProblem):
+    """Two branches: ``narrow`` (1-D) near 0.3 everywhere, ``wide`` (``dims``-D) at
+    1.2 except in a Gaussian basin of width 0.25 that reaches 0."""
+
     root_choice, optimal_value = "branch", 0.0
 
-    def __init__(self) -> None:
+    def __init__(self, dims: int = 4) -> None:
         super().__init__()
-        wide = Vertex([Real(f"w{i}", 0, 1) for i in range(4)])
+        wide = Vertex([Real(f"w{i}", 0, 1) for i in range(dims)])
         narrow = Vertex([Real("n0", 0, 1)])
         self.space = TreeSpace(
             Vertex(choices=[Choice("branch", {"narrow": narrow, "wide": wide})])
         )
-        self.center = np.array([0.7, 0.25, 0.6, 0.4])
+        self.center = np.array([0.7, 0.25, 0.6, 0.4])[:dims]
 
     def true_value(self, params):
         if params["branch"] == "narrow":
             return 0.3 + 0.05 * (params["n0"] - 0.5) ** 2
-        z = np.array([params[f"w{i}"] for i in range(4)])
+        z = np.array([params[f"w{i}"] for i in range(len(self.center))])
         return float(
             1.2 * (1 - np.exp(-np.sum((z - self.center) ** 2) / (2 * 0.25**2)))
         )
@@ -305,6 +310,7 @@ VALIDATION_PROBLEMS = {
     "v_shared_curve": SharedCurve,
     "v_moving": MovingOptimum,
     "v_mislead": Misleading,
+    "v_mislead_2d": lambda: Misleading(dims=2),
     "v_wide": WidePlain,
     "v_flags": Flags,
     "v_shared": SharedHeavy,

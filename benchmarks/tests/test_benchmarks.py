@@ -152,6 +152,7 @@ def test_validation_problems_reach_their_optimum_and_no_sample_beats_it():
 
     optima = {
         "v_mislead": {"branch": "wide", "w0": 0.7, "w1": 0.25, "w2": 0.6, "w3": 0.4},
+        "v_mislead_2d": {"branch": "wide", "w0": 0.7, "w1": 0.25},
         "v_wide": {"leaf": 5, "a5": math.sin(5), "b5": math.cos(10) * 0.8},
         "v_flags": {
             "base": 0.3,
