@@ -264,10 +264,20 @@ SUITES: dict[str, Suite] = {
         "per space; @30 / @55 are 25 / 50 trials after HPO-B's 5 rows); "
         "decisions are taken on the whole suite. treebo's runs went through "
         "``--lockstep``, the peers' one by one, side by side on the 2-core "
-        "machine; ``treebo_map_ei`` is the default before LogEI was integrated "
-        "over the hyper-parameters; the variants tried are in docs/design.md.",
+        "machine (``hck_logei``: 10 of the 18 runs); ``treebo_map_ei`` is the "
+        "default before LogEI was integrated over the hyper-parameters; the "
+        "variants tried are in docs/design.md.",
         SURROGATE_PROXY,
-        ("treebo", "treebo_map_ei", "addtree_logei", "optuna_tpe", "smac", "random"),
+        (
+            "treebo",
+            "treebo_map_ei",
+            "addtree_logei",
+            "hck_logei",
+            "flat_logei",
+            "optuna_tpe",
+            "smac",
+            "random",
+        ),
         (0, 1, 2),
         55,
         (30, 55),
