@@ -53,6 +53,15 @@ class Suite:
 TEN = tuple(range(10))
 SURROGATE_TASKS = tuple(f"hpobc_{space}_{dataset}" for space, dataset in TEST_TASKS)
 #: The proxy's tasks: one or two per space, tuned on; the other 20 confirm.
+#: The peers of the default on the continuous HPO-B suites.
+SURROGATE_PEERS = (
+    "addtree_logei",
+    "hck_logei",
+    "flat_logei",
+    "optuna_tpe",
+    "smac",
+    "random",
+)
 SURROGATE_PROXY = (
     "hpobc_5527_31",
     "hpobc_5527_146065",
@@ -244,15 +253,7 @@ SUITES: dict[str, Suite] = {
         "(:mod:`benchmarks.problems.hpob_surrogate`). Checkpoints count the "
         "initial rows: 30 / 55 / 105 are HPO-B's 25 / 50 / 100 trials.",
         SURROGATE_TASKS,
-        (
-            "treebo",
-            "addtree_logei",
-            "hck_logei",
-            "flat_logei",
-            "optuna_tpe",
-            "smac",
-            "random",
-        ),
+        ("treebo", *SURROGATE_PEERS),
         tuple(range(5)),
         105,
         (30, 55, 105),
@@ -268,16 +269,7 @@ SUITES: dict[str, Suite] = {
         "default before LogEI was integrated over the hyper-parameters; the "
         "variants tried are in docs/design.md.",
         SURROGATE_PROXY,
-        (
-            "treebo",
-            "treebo_map_ei",
-            "addtree_logei",
-            "hck_logei",
-            "flat_logei",
-            "optuna_tpe",
-            "smac",
-            "random",
-        ),
+        ("treebo", "treebo_map_ei", *SURROGATE_PEERS),
         (0, 1, 2),
         55,
         (30, 55),
