@@ -15,6 +15,7 @@ from . import (
     ablation,  # noqa: F401  (registers the ablation variants)
     noise_prior,  # noqa: F401  (registers issue 69's variant)
     robust,  # noqa: F401  (registers an experiment)
+    stacking,  # noqa: F401  (registers issue 68's structure averaging)
     steps,  # noqa: F401  (registers issue 68's variants)
 )
 from .botorch_peers import KINDS as BOTORCH_PEERS
