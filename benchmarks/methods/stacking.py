@@ -74,7 +74,8 @@ class StackingFit(AddTreeFit):
     """Every kernel setting fitted; ``weighted``: ``[(weight, model)]`` by
     stacking of their leave-one-out densities; returns the heaviest model."""
 
-    weighted: list[tuple[float, AddTreeGP]] = []
+    #: The last fit's ``(weight, model)`` pairs (none before the first fit).
+    weighted: tuple[tuple[float, AddTreeGP], ...] = ()
 
     def fit(self, observations: Observations) -> AddTreeGP:
         X, y = observations.X, observations.y
@@ -103,7 +104,9 @@ class StackingFit(AddTreeFit):
         except RuntimeError:
             weights = torch.zeros(len(models), dtype=X.dtype)
             weights[0] = 1.0
-        self.weighted = [(float(w), m) for w, m in zip(weights, models, strict=True)]
+        self.weighted = tuple(
+            (float(w), m) for w, m in zip(weights, models, strict=True)
+        )
         chosen = int(weights.argmax())
         self.kernel_in_use = kernels[chosen]
         return models[chosen]
