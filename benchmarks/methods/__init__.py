@@ -17,6 +17,7 @@ from . import (
     robust,  # noqa: F401  (registers an experiment)
     stacking,  # noqa: F401  (registers issue 68's structure averaging)
     steps,  # noqa: F401  (registers issue 68's variants)
+    warp,  # noqa: F401  (registers issue 68's outcome warp)
 )
 from .botorch_peers import KINDS as BOTORCH_PEERS
 from .botorch_peers import run_botorch_peer
